@@ -1,0 +1,91 @@
+// The engine's public C++ API: an Engine owns a transport; a Comm is a set of ranks that run
+// collectives together. Nothing here knows MPI.
+#pragma once
+#include <bitset>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "efacoll/bootstrap.h"
+#include "efacoll/status.h"
+#include "efacoll/types.h"
+
+namespace efacoll {
+
+class Transport;
+struct TransportInfo;
+struct MemRegion;
+
+struct CollArgs {
+  CollKind kind = CollKind::kAllreduce;
+  const void* sendbuf = nullptr;  // ignored when inplace
+  void* recvbuf = nullptr;
+  // allreduce: elements of the vector; allgather: elements each rank contributes.
+  size_t count = 0;
+  // reduce-scatter: elements each rank receives (size() entries).
+  const size_t* recvcounts = nullptr;
+  DType dtype = DType::kByte;
+  ROp op = ROp::kSum;
+  // allreduce: input in recvbuf; allgather: own block already in place in recvbuf;
+  // reduce-scatter: the whole input vector in recvbuf, result at its start.
+  bool inplace = false;
+};
+
+struct EngineConfig {
+  size_t chunk_bytes = 1 << 19;
+  std::chrono::milliseconds timeout{300000};
+  // Register and pass descriptors even where the provider does not ask for them.
+  bool force_mr_local = false;
+};
+
+class Comm;
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Transport> transport, const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Collective over the bootstrap's members: exchanges addresses, agrees on a communicator id.
+  Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out);
+  const TransportInfo& transport_info() const;
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  friend class Comm;
+  std::unique_ptr<Transport> transport_;
+  EngineConfig config_;
+  std::bitset<4096> comm_ids_in_use_;
+};
+
+class Comm {
+ public:
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  uint32_t id() const { return id_; }
+
+  // Blocking. kUnsupported (nothing moved) means the caller may run it another way.
+  Status run(const CollArgs& args);
+
+ private:
+  friend class Engine;
+  Comm(Engine* engine, int rank, int size, uint32_t id);
+  Status ensure_scratch(size_t bytes);
+  bool needs_registration() const;
+
+  Engine* engine_;
+  int rank_, size_;
+  uint32_t id_;
+  uint32_t seq_ = 0;
+  std::vector<uint64_t> peers_;
+  std::vector<uint8_t> scratch_;
+  std::unique_ptr<MemRegion> scratch_mr_;
+};
+
+}  // namespace efacoll

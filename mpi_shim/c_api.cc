@@ -1,0 +1,26 @@
+// The thin C API: lets programs (and the MPI tests) ask what efacoll did.
+#include "efacoll/efacoll.h"
+
+#include "mpi_shim/shim.h"
+#include "transport/transport.h"
+
+using namespace efacoll;
+using namespace efacoll::shim;
+
+EFACOLL_EXPORT int efacoll_get_counters(efacoll_collective coll, efacoll_counters* out) {
+  try {
+    if (out == nullptr || coll < 0 || coll >= EFACOLL_NUM_COLLECTIVES) return -1;
+    Counters c = stats_counters(static_cast<CollKind>(coll));
+    out->engine_calls = c.engine_calls;
+    out->mpi_calls = c.mpi_calls;
+    out->engine_bytes = c.engine_bytes;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+EFACOLL_EXPORT const char* efacoll_provider(void) {
+  State& s = state();
+  return s.engine ? s.engine->transport_info().provider.c_str() : nullptr;
+}

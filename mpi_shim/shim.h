@@ -1,0 +1,78 @@
+// Internal declarations of the MPI shim: the only code that knows MPI.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/params.h"
+#include "efacoll/engine.h"
+#include "efacoll/status.h"
+#include "efacoll/types.h"
+
+#define EFACOLL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace efacoll {
+namespace shim {
+
+struct State {
+  std::unique_ptr<Params> params;
+  std::unique_ptr<Engine> engine;  // null: everything goes to PMPI
+  int world_rank = -1;
+  int thread_level = MPI_THREAD_SINGLE;
+  int keyval = MPI_KEYVAL_INVALID;
+  std::mutex engine_mutex;  // taken only under MPI_THREAD_MULTIPLE
+  bool finalized = false;
+};
+
+State& state();
+
+// Keeps the shim's own MPI calls (and calls from the MPI library itself) out of the engine.
+class ReentryGuard {
+ public:
+  ReentryGuard();
+  ~ReentryGuard();
+  bool reentered() const { return reentered_; }
+
+ private:
+  bool reentered_;
+};
+
+// The lock the engine path needs at this thread level; a no-op below MPI_THREAD_MULTIPLE.
+std::unique_lock<std::mutex> engine_lock();
+
+// --- types (shim_types.cc) ---
+bool map_reduce_type(MPI_Datatype type, DType* out);
+bool map_op(MPI_Op op, ROp* out);
+// A predefined type without holes, for data that is only moved: its size in bytes.
+bool plain_type_size(MPI_Datatype type, size_t* out);
+
+// --- communicators (shim_comm_cache.cc) ---
+void comm_cache_init();
+// The engine's communicator for `comm`, created on first use (collective over comm).
+Status engine_comm(MPI_Comm comm, Comm** out);
+void comm_cache_release_all();
+
+// --- errors (shim_errors.cc) ---
+void errors_init();
+// Raises through the communicator's error handler; returns the MPI error code.
+int raise_error(MPI_Comm comm, const Status& status);
+
+// --- statistics (shim_stats.cc) ---
+void stats_engine_call(CollKind kind, size_t bytes, std::chrono::nanoseconds time);
+void stats_mpi_call(CollKind kind, const char* reason);
+void stats_print_if_enabled(MPI_Comm comm);
+struct Counters {
+  unsigned long long engine_calls = 0, mpi_calls = 0, engine_bytes = 0;
+};
+Counters stats_counters(CollKind kind);
+
+// --- init (shim_init.cc) ---
+bool engine_active();
+bool config_force_mr_local();
+
+}  // namespace shim
+}  // namespace efacoll

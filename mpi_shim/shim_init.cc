@@ -1,0 +1,142 @@
+// MPI_Init / MPI_Init_thread / MPI_Finalize: steer the host MPI onto EFA, open the fabric
+// (EFA unless another provider is named), and tear everything down before MPI goes away.
+#include <cstdlib>
+
+#include "common/log.h"
+#include "mpi_shim/shim.h"
+#include "policy/efa_presence.h"
+#include "policy/host_mpi_steering.h"
+#include "policy/provider_policy.h"
+#include "transport/fabric/fabric_info.h"
+#include "transport/fabric/fabric_transport.h"
+#include "transport/transport.h"
+
+namespace efacoll {
+namespace shim {
+namespace {
+
+void configure_before_mpi(const EnvMap& env) {
+  State& s = state();
+  s.params = std::make_unique<Params>(Params::from_env(env));
+  const Params& p = *s.params;
+  log_configure(parse_log_config(p.text(Param::kDebug), p.text(Param::kDebugSubsys),
+                                 p.text(Param::kDebugFile)));
+  for (const auto& problem : p.problems()) EFACOLL_WARN(kEnv, "%s", problem.c_str());
+  if (!p.flag(Param::kEnable) || !p.flag(Param::kSteerMpi)) return;
+
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  PMPI_Get_library_version(version, &len);
+  std::vector<std::string> efa = efa_devices("/sys");
+  SteeringPlan plan = plan_host_mpi_steering(detect_mpi_flavor(version), !efa.empty(), env);
+  for (const auto& kv : plan.set) setenv(kv.first.c_str(), kv.second.c_str(), 0);
+  for (const auto& m : plan.messages) EFACOLL_INFO(kEnv, "host MPI: %s", m.c_str());
+}
+
+// Returns the MPI error code to report from MPI_Init, or MPI_SUCCESS.
+int open_engine() {
+  State& s = state();
+  const Params& p = *s.params;
+  const std::string requested = p.text(Param::kProvider);
+  FiInfoPtr info;
+  Status found = find_provider(requested, &info);
+  const char* fi_provider = std::getenv("FI_PROVIDER");
+  ProviderDecision decision = decide_provider(requested, found.is_ok(), offered_providers(),
+                                              fi_provider ? fi_provider : "");
+  Status st;
+  if (!decision.ok) {
+    st = Status(Code::kUnsupported, decision.error);
+  } else {
+    if (!decision.warning.empty() && s.world_rank == 0) {
+      EFACOLL_WARN(kInit, "%s", decision.warning.c_str());
+    }
+    std::unique_ptr<Transport> transport;
+    st = open_fabric_transport(info.get(), &transport);
+    if (st.is_ok()) {
+      EngineConfig config;
+      config.chunk_bytes = static_cast<size_t>(p.integer(Param::kChunkSize));
+      config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
+      config.force_mr_local = p.flag(Param::kForceMrLocal);
+      s.engine = std::make_unique<Engine>(std::move(transport), config);
+    }
+  }
+  if (!st.is_ok()) {
+    if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
+    return raise_error(MPI_COMM_WORLD, st);
+  }
+  const TransportInfo& ti = s.engine->transport_info();
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  PMPI_Get_library_version(version, &len);
+  std::string mpi(version);
+  mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+  EFACOLL_INFO(kInit,
+               "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
+               "MR local %s, inject %zu B, host buffers %s, MPI %s",
+               "0.1.0", ti.provider.c_str(), ti.fabric.c_str(), ti.domain.c_str(),
+               ti.version.c_str(), ti.hmem ? "yes" : "no",
+               ti.needs_local_mr ? "yes" : (config_force_mr_local() ? "forced" : "no"),
+               ti.inject_size, p.flag(Param::kHostBuffers) ? "yes" : "no (MPI)", mpi.c_str());
+  return MPI_SUCCESS;
+}
+
+int after_mpi_init(int rc, int provided) {
+  State& s = state();
+  if (rc != MPI_SUCCESS || !s.params->flag(Param::kEnable)) return rc;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  log_set_rank(s.world_rank);
+  s.thread_level = provided;
+  comm_cache_init();
+  errors_init();
+  return open_engine();
+}
+
+}  // namespace
+
+bool config_force_mr_local() {
+  State& s = state();
+  return s.engine && s.engine->config().force_mr_local;
+}
+
+}  // namespace shim
+}  // namespace efacoll
+
+using namespace efacoll;
+using namespace efacoll::shim;
+
+EFACOLL_EXPORT int MPI_Init(int* argc, char*** argv) {
+  try {
+    configure_before_mpi(environment_snapshot());
+    int rc = PMPI_Init(argc, argv);
+    int provided = MPI_THREAD_SINGLE;
+    if (rc == MPI_SUCCESS) PMPI_Query_thread(&provided);
+    return after_mpi_init(rc, provided);
+  } catch (...) {
+    return MPI_ERR_INTERN;
+  }
+}
+
+EFACOLL_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  try {
+    configure_before_mpi(environment_snapshot());
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    return after_mpi_init(rc, *provided);
+  } catch (...) {
+    return MPI_ERR_INTERN;
+  }
+}
+
+EFACOLL_EXPORT int MPI_Finalize(void) {
+  try {
+    State& s = state();
+    if (s.engine) {
+      stats_print_if_enabled(MPI_COMM_WORLD);
+      auto lock = engine_lock();
+      comm_cache_release_all();
+      s.finalized = true;
+      s.engine.reset();
+    }
+  } catch (...) {
+  }
+  return PMPI_Finalize();
+}

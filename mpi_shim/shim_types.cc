@@ -1,0 +1,116 @@
+#include <complex.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "mpi_shim/shim.h"
+
+namespace efacoll {
+namespace shim {
+namespace {
+
+template <typename T>
+constexpr DType integer_dtype() {
+  static_assert(std::is_integral<T>::value, "integer types only");
+  constexpr bool s = std::is_signed<T>::value;
+  switch (sizeof(T)) {
+    case 1: return s ? DType::kInt8 : DType::kUint8;
+    case 2: return s ? DType::kInt16 : DType::kUint16;
+    case 4: return s ? DType::kInt32 : DType::kUint32;
+    default: return s ? DType::kInt64 : DType::kUint64;
+  }
+}
+
+struct TypeEntry {
+  MPI_Datatype type;
+  DType dtype;
+};
+
+// MPI-3.1 §5.9.2's C integer, floating point, logical, complex and byte groups. Fortran types
+// pass to MPI (LOGICAL's representation is the compiler's), as does long double.
+const TypeEntry* type_table(size_t* n) {
+  static const TypeEntry kTable[] = {
+      {MPI_SIGNED_CHAR, integer_dtype<signed char>()},
+      {MPI_UNSIGNED_CHAR, integer_dtype<unsigned char>()},
+      {MPI_SHORT, integer_dtype<short>()},
+      {MPI_UNSIGNED_SHORT, integer_dtype<unsigned short>()},
+      {MPI_INT, integer_dtype<int>()},
+      {MPI_UNSIGNED, integer_dtype<unsigned>()},
+      {MPI_LONG, integer_dtype<long>()},
+      {MPI_UNSIGNED_LONG, integer_dtype<unsigned long>()},
+      {MPI_LONG_LONG_INT, integer_dtype<long long>()},
+      {MPI_LONG_LONG, integer_dtype<long long>()},
+      {MPI_UNSIGNED_LONG_LONG, integer_dtype<unsigned long long>()},
+      {MPI_INT8_T, DType::kInt8},
+      {MPI_INT16_T, DType::kInt16},
+      {MPI_INT32_T, DType::kInt32},
+      {MPI_INT64_T, DType::kInt64},
+      {MPI_UINT8_T, DType::kUint8},
+      {MPI_UINT16_T, DType::kUint16},
+      {MPI_UINT32_T, DType::kUint32},
+      {MPI_UINT64_T, DType::kUint64},
+      {MPI_AINT, integer_dtype<MPI_Aint>()},
+      {MPI_OFFSET, integer_dtype<MPI_Offset>()},
+      {MPI_COUNT, integer_dtype<MPI_Count>()},
+      {MPI_FLOAT, DType::kFloat32},
+      {MPI_DOUBLE, DType::kFloat64},
+      {MPI_C_BOOL, DType::kBool},
+      {MPI_C_COMPLEX, DType::kComplex64},
+      {MPI_C_FLOAT_COMPLEX, DType::kComplex64},
+      {MPI_C_DOUBLE_COMPLEX, DType::kComplex128},
+      {MPI_BYTE, DType::kByte},
+  };
+  *n = sizeof(kTable) / sizeof(kTable[0]);
+  return kTable;
+}
+
+}  // namespace
+
+bool map_reduce_type(MPI_Datatype type, DType* out) {
+  if (type == MPI_DATATYPE_NULL) return false;
+  size_t n = 0;
+  const TypeEntry* table = type_table(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (table[i].type == type) {
+      *out = table[i].dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool map_op(MPI_Op op, ROp* out) {
+  static const struct { MPI_Op op; ROp rop; } kOps[] = {
+      {MPI_SUM, ROp::kSum}, {MPI_PROD, ROp::kProd}, {MPI_MIN, ROp::kMin}, {MPI_MAX, ROp::kMax},
+      {MPI_LAND, ROp::kLand}, {MPI_LOR, ROp::kLor}, {MPI_LXOR, ROp::kLxor},
+      {MPI_BAND, ROp::kBand}, {MPI_BOR, ROp::kBor}, {MPI_BXOR, ROp::kBxor}};
+  if (op == MPI_OP_NULL) return false;
+  for (const auto& e : kOps) {
+    if (e.op == op) {
+      *out = e.rop;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool plain_type_size(MPI_Datatype type, size_t* out) {
+  if (type == MPI_DATATYPE_NULL) return false;
+  int num_ints, num_addrs, num_types, combiner;
+  if (PMPI_Type_get_envelope(type, &num_ints, &num_addrs, &num_types, &combiner) != MPI_SUCCESS ||
+      combiner != MPI_COMBINER_NAMED) {
+    return false;
+  }
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0;
+  if (PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent(type, &lb, &extent) != MPI_SUCCESS) {
+    return false;
+  }
+  if (size <= 0 || lb != 0 || extent != size) return false;
+  *out = static_cast<size_t>(size);
+  return true;
+}
+
+}  // namespace shim
+}  // namespace efacoll

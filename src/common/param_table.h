@@ -1,0 +1,30 @@
+// The one table of EFACOLL_* parameters: name, kind, default, documentation.
+// docs/configuration.md is generated from it (efacoll_params --markdown).
+// X(id, name, kind, default, doc)   kind: kText | kInteger | kBool | kBytes | kSeconds
+#define EFACOLL_PARAMS(X)                                                                         \
+  X(kProvider, "EFACOLL_PROVIDER", kText, "efa",                                                  \
+    "libfabric provider for efacoll's own traffic. Default efa; anything else (tcp, shm, udp, "   \
+    "sockets) is used only when named here, with a warning that it is not EFA.")                  \
+  X(kHostBuffers, "EFACOLL_HOST_BUFFERS", kBool, "0",                                             \
+    "Run collectives on host buffers through efacoll too (by default only GPU buffers are).")     \
+  X(kEnable, "EFACOLL_ENABLE", kBool, "1",                                                        \
+    "0 passes every call to the MPI library untouched (fabric is not opened).")                   \
+  X(kDebug, "EFACOLL_DEBUG", kText, "WARN", "Log level: NONE, WARN, INFO or TRACE.")              \
+  X(kDebugSubsys, "EFACOLL_DEBUG_SUBSYS", kText, "ALL",                                           \
+    "Comma list of INIT,NET,COLL,GPU,TOPO,TUNE,ENV (or ALL); ^LIST excludes.")                    \
+  X(kDebugFile, "EFACOLL_DEBUG_FILE", kText, "",                                                  \
+    "Log to this file instead of stderr; %h becomes the host name, %p the pid.")                  \
+  X(kStats, "EFACOLL_STATS", kBool, "0",                                                          \
+    "At MPI_Finalize, rank 0 prints a table per collective: calls run by efacoll, calls passed "  \
+    "to MPI with the reasons, bytes and time.")                                                   \
+  X(kChunkSize, "EFACOLL_CHUNK_SIZE", kBytes, "524288",                                           \
+    "Pipelining unit: each ring block moves in chunks of at most this many bytes.")               \
+  X(kTimeout, "EFACOLL_TIMEOUT", kSeconds, "300",                                                 \
+    "A collective whose peers do not answer within this many seconds fails with an error "        \
+    "naming the step and the silent ranks.")                                                      \
+  X(kForceMrLocal, "EFACOLL_FORCE_MR_LOCAL", kBool, "0",                                          \
+    "Register local buffers and pass descriptors even where the provider does not ask "           \
+    "(FI_MR_LOCAL): exercises EFA's registration rules on tcp/shm/udp.")                          \
+  X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
+    "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
+    "set are never overridden).")

@@ -1,0 +1,235 @@
+#include "core/executor.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <set>
+
+#include "common/log.h"
+#include "core/host_reduce.h"
+#include "transport/tag.h"
+
+namespace efacoll {
+
+void IdleBackoff::idle() {
+  ++idle_;
+  if (idle_ < 64) return;
+  if (idle_ < 2048) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, 20000};  // 20 us
+  nanosleep(&ts, nullptr);
+}
+
+namespace {
+
+class Executor;
+
+struct OpSlot : Completion {
+  Executor* executor = nullptr;
+  uint32_t index = 0;
+  bool posted = false;
+};
+
+class Executor {
+ public:
+  Executor(const Schedule& s, const ExecContext& ctx, const ExecBuffers& bufs)
+      : s_(s), ctx_(ctx), bufs_(bufs), deps_(s.num_deps), slots_(new OpSlot[s.ops.size()]) {}
+
+  Status run();
+
+ private:
+  static void on_complete(Completion* c, const Status& status, size_t bytes);
+  void finish(uint32_t index, const Status& status, size_t bytes);
+  Status start(uint32_t index);
+  void release(uint32_t index);
+  Status fail_with_cleanup(Status error);
+  std::string timeout_message() const;
+
+  uint8_t* resolve(const BufRef& ref) const;
+  void* desc_of(BufId id) const;
+
+  const Schedule& s_;
+  const ExecContext& ctx_;
+  const ExecBuffers& bufs_;
+  std::vector<uint32_t> deps_;
+  std::unique_ptr<OpSlot[]> slots_;
+  // Lowest index first: schedules list earlier steps first, so receives are posted in order.
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready_;
+  size_t done_ = 0;
+  size_t in_flight_ = 0;
+  Status error_;
+};
+
+uint8_t* Executor::resolve(const BufRef& ref) const {
+  switch (ref.buf) {
+    case BufId::kSend: return const_cast<uint8_t*>(static_cast<const uint8_t*>(bufs_.send)) + ref.offset;
+    case BufId::kRecv: return static_cast<uint8_t*>(bufs_.recv) + ref.offset;
+    case BufId::kScratch: return static_cast<uint8_t*>(bufs_.scratch) + ref.offset;
+  }
+  return nullptr;
+}
+
+void* Executor::desc_of(BufId id) const {
+  switch (id) {
+    case BufId::kSend: return bufs_.send_desc;
+    case BufId::kRecv: return bufs_.recv_desc;
+    case BufId::kScratch: return bufs_.scratch_desc;
+  }
+  return nullptr;
+}
+
+void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
+  auto* slot = static_cast<OpSlot*>(c);
+  slot->posted = false;
+  slot->executor->in_flight_--;
+  slot->executor->finish(slot->index, status, bytes);
+}
+
+void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
+  const Op& op = s_.ops[index];
+  if (status.is_ok() && op.kind == OpKind::kRecv && bytes != op.bytes) {
+    if (error_.is_ok()) {
+      error_ = Status(Code::kTruncate, ctx_.what + ": step " + std::to_string(op.step) +
+                                           " expected " + std::to_string(op.bytes) +
+                                           " bytes from rank " + std::to_string(op.peer) +
+                                           ", got " + std::to_string(bytes) +
+                                           " (do all ranks pass the same count?)");
+    }
+  } else if (!status.is_ok() && error_.is_ok()) {
+    error_ = Status(status.code(), ctx_.what + ": step " + std::to_string(op.step) + " " +
+                                       (op.kind == OpKind::kSend ? "send to" : "receive from") +
+                                       " rank " + std::to_string(op.peer) + ": " +
+                                       status.message());
+  }
+  ++done_;
+  release(index);
+}
+
+void Executor::release(uint32_t index) {
+  for (uint32_t next : s_.successors[index]) {
+    if (--deps_[next] == 0) ready_.push(next);
+  }
+}
+
+Status Executor::start(uint32_t index) {
+  const Op& op = s_.ops[index];
+  switch (op.kind) {
+    case OpKind::kSend:
+    case OpKind::kRecv: {
+      OpSlot& slot = slots_[index];
+      slot.fn = &Executor::on_complete;
+      slot.executor = this;
+      slot.index = index;
+      PeerAddr peer = (*ctx_.peers)[op.peer];
+      const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
+      uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id);
+      Status st = op.kind == OpKind::kSend
+                      ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
+                                             desc_of(op.src.buf), &slot)
+                      : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
+                                             desc_of(op.dst.buf), &slot);
+      if (st.is_ok()) {
+        slot.posted = true;
+        ++in_flight_;
+      }
+      return st;
+    }
+    case OpKind::kReduce: {
+      const size_t esize = dtype_size(ctx_.dtype);
+      Status st = host_reduce(resolve(op.dst), resolve(op.src), resolve(op.src2), op.bytes / esize,
+                              ctx_.dtype, ctx_.op);
+      if (!st.is_ok()) return st;
+      break;
+    }
+    case OpKind::kCopy:
+      std::memmove(resolve(op.dst), resolve(op.src), op.bytes);
+      break;
+  }
+  ++done_;
+  release(index);
+  return Status::ok();
+}
+
+std::string Executor::timeout_message() const {
+  std::set<int> silent;
+  uint32_t step = UINT32_MAX;
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    if (!slots_[i].posted) continue;
+    step = std::min(step, s_.ops[i].step);
+    if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
+  }
+  std::string ranks;
+  for (int r : silent) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  return ctx_.what + ": no progress for " + std::to_string(ctx_.timeout.count() / 1000) +
+         " s (EFACOLL_TIMEOUT) at step " + (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
+         "; ranks that did not answer: " + (ranks.empty() ? std::string("none pending") : ranks);
+}
+
+Status Executor::fail_with_cleanup(Status error) {
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    if (slots_[i].posted) ctx_.transport->cancel(&slots_[i]);
+  }
+  // Wait for the cancellations, so that no buffer is written after we return.
+  auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  IdleBackoff backoff;
+  while (in_flight_ > 0 && std::chrono::steady_clock::now() < drain_until) {
+    int n = 0;
+    if (!ctx_.transport->progress(&n).is_ok()) break;
+    if (n == 0) backoff.idle();
+  }
+  if (in_flight_ > 0) {
+    // The provider still holds our slots: keep them alive rather than let it write freed memory.
+    EFACOLL_WARN(kNet, "%s: %zu operations could not be canceled", ctx_.what.c_str(), in_flight_);
+    slots_.release();
+  }
+  return error;
+}
+
+Status Executor::run() {
+  for (uint32_t i = 0; i < s_.ops.size(); ++i) {
+    if (deps_[i] == 0) ready_.push(i);
+  }
+  IdleBackoff backoff;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (done_ < s_.ops.size()) {
+    bool moved = false;
+    while (!ready_.empty() && error_.is_ok()) {
+      uint32_t index = ready_.top();
+      Status st = start(index);
+      if (st.code() == Code::kAgain) break;  // queue full: progress first
+      ready_.pop();
+      if (!st.is_ok()) error_ = st;
+      moved = true;
+    }
+    int completed = 0;
+    Status st = ctx_.transport->progress(&completed);
+    if (!st.is_ok() && error_.is_ok()) error_ = st;
+    if (!error_.is_ok()) return fail_with_cleanup(error_);
+    if (completed > 0 || moved) {
+      backoff.reset();
+      last_progress = std::chrono::steady_clock::now();
+      continue;
+    }
+    backoff.idle();
+    if (std::chrono::steady_clock::now() - last_progress > ctx_.timeout) {
+      return fail_with_cleanup(Status(Code::kTimeout, timeout_message()));
+    }
+  }
+  return error_;
+}
+
+}  // namespace
+
+Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs) {
+  Executor executor(schedule, ctx, bufs);
+  return executor.run();
+}
+
+}  // namespace efacoll

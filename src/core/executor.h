@@ -1,0 +1,49 @@
+// Runs one rank's Schedule over a Transport: posts every operation whose dependencies are met,
+// progresses completions, and yields the CPU when nothing moves.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "efacoll/status.h"
+#include "efacoll/types.h"
+#include "transport/transport.h"
+
+namespace efacoll {
+
+struct ExecBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;
+  void* send_desc = nullptr;
+  void* recv_desc = nullptr;
+  void* scratch_desc = nullptr;
+};
+
+struct ExecContext {
+  Transport* transport = nullptr;
+  const std::vector<PeerAddr>* peers = nullptr;  // by communicator rank
+  int rank = 0;
+  uint32_t comm_id = 0;
+  uint32_t seq = 0;
+  DType dtype = DType::kByte;
+  ROp op = ROp::kSum;
+  // Fails when no operation completes for this long.
+  std::chrono::milliseconds timeout{300000};
+  std::string what;  // "allreduce on communicator 3", for error messages
+};
+
+Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);
+
+// Backs off from spinning to yielding to short sleeps, so that ranks sharing cores progress.
+class IdleBackoff {
+ public:
+  void reset() { idle_ = 0; }
+  void idle();
+
+ private:
+  unsigned idle_ = 0;
+};
+
+}  // namespace efacoll

@@ -1,0 +1,59 @@
+#include <cstring>
+
+#include "common/log.h"
+#include "efacoll/engine.h"
+#include "transport/tag.h"
+#include "transport/transport.h"
+
+namespace efacoll {
+
+Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
+    : transport_(std::move(transport)), config_(config) {}
+
+Engine::~Engine() = default;
+
+const TransportInfo& Engine::transport_info() const { return transport_->info(); }
+
+Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
+  const int n = bootstrap.size();
+  if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
+    return Status(Code::kUnsupported, "communicator larger than the tag can address");
+  }
+  // One blob per rank: which communicator ids are free here, then the endpoint address.
+  std::vector<uint8_t> address = transport_->local_address();
+  const size_t id_bytes = kMaxCommIds / 8;
+  const size_t blob_bytes = id_bytes + sizeof(uint32_t) + 256;
+  if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
+  std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
+  for (uint32_t id = 0; id < kMaxCommIds; ++id) {
+    if (!comm_ids_in_use_[id]) mine[id / 8] |= static_cast<uint8_t>(1u << (id % 8));
+  }
+  uint32_t len = static_cast<uint32_t>(address.size());
+  std::memcpy(&mine[id_bytes], &len, sizeof(len));
+  std::memcpy(&mine[id_bytes + sizeof(len)], address.data(), address.size());
+  EFACOLL_RETURN_IF_ERROR(bootstrap.allgather(mine.data(), blob_bytes, all.data()));
+
+  std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
+  std::vector<std::vector<uint8_t>> addresses(n);
+  for (int r = 0; r < n; ++r) {
+    const uint8_t* blob = &all[blob_bytes * r];
+    for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= blob[i];
+    std::memcpy(&len, blob + id_bytes, sizeof(len));
+    addresses[r].assign(blob + id_bytes + sizeof(len), blob + id_bytes + sizeof(len) + len);
+  }
+  uint32_t id = kMaxCommIds;
+  for (uint32_t i = 0; i < kMaxCommIds && id == kMaxCommIds; ++i) {
+    if (free_everywhere[i / 8] & (1u << (i % 8))) id = i;
+  }
+  // Every member computed the same answer from the same blobs, so all fail or all succeed.
+  if (id == kMaxCommIds) return Status(Code::kUnsupported, "no communicator id free on every member");
+
+  std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
+  EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
+  comm_ids_in_use_[id] = true;
+  EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);
+  *out = std::move(comm);
+  return Status::ok();
+}
+
+}  // namespace efacoll

@@ -1,0 +1,69 @@
+#include "transport/fabric/fabric_info.h"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace efacoll {
+
+uint32_t fabric_api_version() {
+  return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
+}
+
+std::string fabric_library_version() {
+  uint32_t v = fi_version();
+  return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+}
+
+FiInfoPtr make_hints(const std::string& provider) {
+  FiInfoPtr hints(fi_allocinfo());
+  if (!hints) return hints;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_MSG | FI_TAGGED;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;  // we always pass a fi_context2 per operation
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  // No ordering asked: EFA promises none, and tags keep every message apart.
+  if (!provider.empty()) {
+    hints->fabric_attr->prov_name = strdup(provider.c_str());
+    // libfabric 2.x lists the efa-direct fabric first; it has no tagged messages.
+    if (provider == "efa") hints->fabric_attr->name = strdup("efa");
+  }
+  return hints;
+}
+
+Status find_provider(const std::string& provider, FiInfoPtr* out) {
+  FiInfoPtr hints = make_hints(provider);
+  if (!hints) return Status(Code::kNoMemory, "fi_allocinfo failed");
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list);
+  if (rc != 0 || list == nullptr) {
+    return Status(Code::kUnsupported, "fi_getinfo(" + provider + "): " + fi_strerror(-rc));
+  }
+  // Keep the first entry only.
+  FiInfoPtr first(fi_dupinfo(list));
+  fi_freeinfo(list);
+  if (!first) return Status(Code::kNoMemory, "fi_dupinfo failed");
+  *out = std::move(first);
+  return Status::ok();
+}
+
+std::vector<std::string> offered_providers() {
+  std::vector<std::string> names;
+  FiInfoPtr hints = make_hints("");
+  fi_info* list = nullptr;
+  if (!hints || fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list) != 0) {
+    return names;
+  }
+  for (fi_info* i = list; i; i = i->next) {
+    std::string name = i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  fi_freeinfo(list);
+  return names;
+}
+
+}  // namespace efacoll

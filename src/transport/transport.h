@@ -1,0 +1,66 @@
+// What algorithms need from a network: tagged two-sided messages between peers, memory
+// registration, and completions delivered through callbacks. Knows nothing of collectives.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "efacoll/status.h"
+
+namespace efacoll {
+
+using PeerAddr = uint64_t;
+
+// Owned by whoever posts an operation; must stay alive until `fn` has run.
+struct Completion {
+  // bytes: the length that arrived (receives) or was sent.
+  void (*fn)(Completion* self, const Status& status, size_t bytes) = nullptr;
+  void* transport_request = nullptr;  // set by the transport while the operation is posted
+};
+
+// A registration of local memory; `desc` is what the provider wants with each operation
+// (nullptr where it asks for none).
+struct MemRegion {
+  void* desc = nullptr;
+  void* handle = nullptr;
+};
+
+struct TransportInfo {
+  std::string provider;
+  std::string fabric;
+  std::string domain;
+  std::string version;   // libfabric's
+  bool hmem = false;     // FI_HMEM: device memory can be handed to the provider
+  bool needs_local_mr = false;
+  size_t inject_size = 0;
+  size_t max_msg_size = SIZE_MAX;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual const TransportInfo& info() const = 0;
+  virtual std::vector<uint8_t> local_address() const = 0;
+  // Inserting an address already known returns the same PeerAddr.
+  virtual Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
+                              std::vector<PeerAddr>* out) = 0;
+
+  // Registration is needed only where info().needs_local_mr; otherwise returns an empty region.
+  virtual Status register_memory(void* ptr, size_t bytes, MemRegion* out) = 0;
+  virtual void deregister_memory(MemRegion* region) = 0;
+
+  // kAgain: queue full; progress() and post again.
+  virtual Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
+                      Completion* completion) = 0;
+  virtual Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, void* desc,
+                      Completion* completion) = 0;
+
+  // Runs the callbacks of finished operations; *completed counts them.
+  virtual Status progress(int* completed) = 0;
+  // Asks for a posted operation to end; its callback still runs (with an error) in progress().
+  virtual void cancel(Completion* completion) = 0;
+};
+
+}  // namespace efacoll
