@@ -1,6 +1,5 @@
 // The thin C API: lets programs (and the MPI tests) ask what efacoll did.
 #include "efacoll/efacoll.h"
-
 #include "mpi_shim/shim.h"
 #include "transport/transport.h"
 

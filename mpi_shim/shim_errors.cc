@@ -39,13 +39,22 @@ int raise_error(MPI_Comm comm, const Status& status) {
   ErrorCodes& c = codes();
   int code = c.other;
   switch (status.code()) {
-    case Code::kTruncate: code = c.truncate; break;
-    case Code::kInvalid: code = c.arg; break;
-    case Code::kNoMemory: code = c.no_mem; break;
-    default: break;
+    case Code::kTruncate:
+      code = c.truncate;
+      break;
+    case Code::kInvalid:
+      code = c.arg;
+      break;
+    case Code::kNoMemory:
+      code = c.no_mem;
+      break;
+    default:
+      break;
   }
   std::string text = "efacoll: " + status.to_string();
   EFACOLL_WARN(kColl, "%s", text.c_str());
+  // MPI refuses longer strings (with an error of its own); the full text is in the log line.
+  if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
   // Only codes we added may carry our text; predefined ones keep MPI's.
   if (code > MPI_ERR_LASTCODE) PMPI_Add_error_string(code, const_cast<char*>(text.c_str()));
   PMPI_Comm_call_errhandler(comm, code);

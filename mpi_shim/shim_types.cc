@@ -14,10 +14,14 @@ constexpr DType integer_dtype() {
   static_assert(std::is_integral<T>::value, "integer types only");
   constexpr bool s = std::is_signed<T>::value;
   switch (sizeof(T)) {
-    case 1: return s ? DType::kInt8 : DType::kUint8;
-    case 2: return s ? DType::kInt16 : DType::kUint16;
-    case 4: return s ? DType::kInt32 : DType::kUint32;
-    default: return s ? DType::kInt64 : DType::kUint64;
+    case 1:
+      return s ? DType::kInt8 : DType::kUint8;
+    case 2:
+      return s ? DType::kInt16 : DType::kUint16;
+    case 4:
+      return s ? DType::kInt32 : DType::kUint32;
+    default:
+      return s ? DType::kInt64 : DType::kUint64;
   }
 }
 
@@ -80,10 +84,13 @@ bool map_reduce_type(MPI_Datatype type, DType* out) {
 }
 
 bool map_op(MPI_Op op, ROp* out) {
-  static const struct { MPI_Op op; ROp rop; } kOps[] = {
-      {MPI_SUM, ROp::kSum}, {MPI_PROD, ROp::kProd}, {MPI_MIN, ROp::kMin}, {MPI_MAX, ROp::kMax},
-      {MPI_LAND, ROp::kLand}, {MPI_LOR, ROp::kLor}, {MPI_LXOR, ROp::kLxor},
-      {MPI_BAND, ROp::kBand}, {MPI_BOR, ROp::kBor}, {MPI_BXOR, ROp::kBxor}};
+  static const struct {
+    MPI_Op op;
+    ROp rop;
+  } kOps[] = {{MPI_SUM, ROp::kSum},   {MPI_PROD, ROp::kProd}, {MPI_MIN, ROp::kMin},
+              {MPI_MAX, ROp::kMax},   {MPI_LAND, ROp::kLand}, {MPI_LOR, ROp::kLor},
+              {MPI_LXOR, ROp::kLxor}, {MPI_BAND, ROp::kBand}, {MPI_BOR, ROp::kBor},
+              {MPI_BXOR, ROp::kBxor}};
   if (op == MPI_OP_NULL) return false;
   for (const auto& e : kOps) {
     if (e.op == op) {

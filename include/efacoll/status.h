@@ -36,10 +36,10 @@ class Status {
   std::string message_;
 };
 
-#define EFACOLL_RETURN_IF_ERROR(expr)   \
-  do {                                  \
-    ::efacoll::Status s_ = (expr);      \
-    if (!s_.is_ok()) return s_;         \
+#define EFACOLL_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::efacoll::Status s_ = (expr);    \
+    if (!s_.is_ok()) return s_;       \
   } while (0)
 
 }  // namespace efacoll

@@ -6,9 +6,16 @@
 namespace efacoll {
 
 enum class DType : uint8_t {
-  kInt8, kInt16, kInt32, kInt64,
-  kUint8, kUint16, kUint32, kUint64,
-  kFloat32, kFloat64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUint8,
+  kUint16,
+  kUint32,
+  kUint64,
+  kFloat32,
+  kFloat64,
   kBool,        // C _Bool, one byte
   kComplex64,   // float _Complex
   kComplex128,  // double _Complex
@@ -16,7 +23,19 @@ enum class DType : uint8_t {
   kCount
 };
 
-enum class ROp : uint8_t { kSum, kProd, kMin, kMax, kLand, kLor, kLxor, kBand, kBor, kBxor, kCount };
+enum class ROp : uint8_t {
+  kSum,
+  kProd,
+  kMin,
+  kMax,
+  kLand,
+  kLor,
+  kLxor,
+  kBand,
+  kBor,
+  kBxor,
+  kCount
+};
 
 enum class CollKind : uint8_t { kAllreduce, kAllgather, kReduceScatter, kCount };
 

@@ -10,7 +10,8 @@ Status build_ring_allreduce(const RingArgs& args, Schedule* out) {
   Schedule& s = *out;
   s = Schedule();
   s.scratch_bytes = ring.total_bytes();
-  if (!ring.msg_ids_fit(2 * n)) return Status(Code::kInvalid, "too many chunks: raise the chunk size");
+  if (!ring.msg_ids_fit(2 * n))
+    return Status(Code::kInvalid, "too many chunks: raise the chunk size");
 
   if (n == 1) {
     if (!args.inplace && ring.total_bytes() > 0) {

@@ -24,7 +24,7 @@ class RingLayout {
   int mod(int x) const { return ((x % n_) + n_) % n_; }
   int right() const { return mod(rank_ + 1); }
   int left() const { return mod(rank_ - 1); }
-  size_t block_offset(int b) const { return offsets_[b]; }   // bytes
+  size_t block_offset(int b) const { return offsets_[b]; }  // bytes
   size_t block_bytes(int b) const { return bytes_[b]; }
   size_t total_bytes() const { return offsets_.back(); }
   int chunks(int b) const { return static_cast<int>(chunks_[b]); }

@@ -44,9 +44,8 @@ Status build_ring_reduce_scatter(const RingArgs& args, Schedule* out) {
       const bool final_block = (rb == r);
       // In place, the result must not land in recv[0..] while other blocks of the same buffer
       // may still be read: it goes to scratch and is copied once everything else is done.
-      red.dst = final_block && !args.inplace
-                    ? BufRef{BufId::kRecv, ring.chunk_offset(rb, c)}
-                    : BufRef{BufId::kScratch, at};
+      red.dst = final_block && !args.inplace ? BufRef{BufId::kRecv, ring.chunk_offset(rb, c)}
+                                             : BufRef{BufId::kScratch, at};
       red.src = {BufId::kSend, at};
       red.src2 = {BufId::kScratch, at};
       reduce_ids[c] = s.add(red);

@@ -25,27 +25,48 @@ LogState& state() {
 }
 
 unsigned subsys_bit(const std::string& word) {
-  static const struct { const char* name; unsigned bit; } kNames[] = {
-      {"INIT", kInit}, {"NET", kNet}, {"COLL", kColl}, {"GPU", kGpu},
-      {"TOPO", kTopo}, {"TUNE", kTune}, {"ENV", kEnv}, {"ALL", kAllSubsys}};
-  for (const auto& n : kNames) if (word == n.name) return n.bit;
+  static const struct {
+    const char* name;
+    unsigned bit;
+  } kNames[] = {{"INIT", kInit}, {"NET", kNet},   {"COLL", kColl}, {"GPU", kGpu},
+                {"TOPO", kTopo}, {"TUNE", kTune}, {"ENV", kEnv},   {"ALL", kAllSubsys}};
+  for (const auto& n : kNames)
+    if (word == n.name) return n.bit;
   return 0;
 }
 
 const char* subsys_name(unsigned subsys) {
   switch (subsys) {
-    case kInit: return "INIT"; case kNet: return "NET"; case kColl: return "COLL";
-    case kGpu: return "GPU"; case kTopo: return "TOPO"; case kTune: return "TUNE";
-    case kEnv: return "ENV";
+    case kInit:
+      return "INIT";
+    case kNet:
+      return "NET";
+    case kColl:
+      return "COLL";
+    case kGpu:
+      return "GPU";
+    case kTopo:
+      return "TOPO";
+    case kTune:
+      return "TUNE";
+    case kEnv:
+      return "ENV";
   }
   return "ALL";
 }
 
 const char* level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::kError: return "ERROR"; case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO"; case LogLevel::kTrace: return "TRACE";
-    default: return "";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -56,8 +77,14 @@ std::string expand_pattern(const std::string& pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[++i];
-      if (c == 'h') { out += host; continue; }
-      if (c == 'p') { out += std::to_string(getpid()); continue; }
+      if (c == 'h') {
+        out += host;
+        continue;
+      }
+      if (c == 'p') {
+        out += std::to_string(getpid());
+        continue;
+      }
       out += '%';
     }
     out += pattern[i];
@@ -70,11 +97,16 @@ std::string expand_pattern(const std::string& pattern) {
 LogConfig parse_log_config(const std::string& level, const std::string& subsys,
                            const std::string& file_pattern) {
   LogConfig c;
-  if (level == "NONE") c.level = LogLevel::kNone;
-  else if (level == "ERROR") c.level = LogLevel::kError;
-  else if (level == "INFO") c.level = LogLevel::kInfo;
-  else if (level == "TRACE") c.level = LogLevel::kTrace;
-  else c.level = LogLevel::kWarn;
+  if (level == "NONE")
+    c.level = LogLevel::kNone;
+  else if (level == "ERROR")
+    c.level = LogLevel::kError;
+  else if (level == "INFO")
+    c.level = LogLevel::kInfo;
+  else if (level == "TRACE")
+    c.level = LogLevel::kTrace;
+  else
+    c.level = LogLevel::kWarn;
   std::string list = subsys;
   bool invert = !list.empty() && list[0] == '^';
   if (invert) list.erase(0, 1);
@@ -111,7 +143,11 @@ void log_write(LogLevel level, unsigned subsys, const char* fmt, ...) {
   static char host[64] = "";
   if (host[0] == '\0') {
     gethostname(host, sizeof(host) - 1);
-    for (char* p = host; *p; ++p) if (*p == '.') { *p = '\0'; break; }
+    for (char* p = host; *p; ++p)
+      if (*p == '.') {
+        *p = '\0';
+        break;
+      }
   }
   char msg[2048];
   va_list ap;
@@ -120,8 +156,8 @@ void log_write(LogLevel level, unsigned subsys, const char* fmt, ...) {
   va_end(ap);
   std::lock_guard<std::mutex> lock(s.mutex);
   FILE* out = s.out ? s.out : stderr;
-  std::fprintf(out, "%s:%d:%d efacoll %s %s %s\n", host, static_cast<int>(getpid()),
-               s.rank.load(), level_name(level), subsys_name(subsys), msg);
+  std::fprintf(out, "%s:%d:%d efacoll %s %s %s\n", host, static_cast<int>(getpid()), s.rank.load(),
+               level_name(level), subsys_name(subsys), msg);
   std::fflush(out);
 }
 

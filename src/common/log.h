@@ -6,8 +6,14 @@ namespace efacoll {
 
 enum class LogLevel { kNone = 0, kError = 1, kWarn = 2, kInfo = 3, kTrace = 4 };
 enum LogSubsys : unsigned {
-  kInit = 1u << 0, kNet = 1u << 1, kColl = 1u << 2, kGpu = 1u << 3,
-  kTopo = 1u << 4, kTune = 1u << 5, kEnv = 1u << 6, kAllSubsys = 0x7fu
+  kInit = 1u << 0,
+  kNet = 1u << 1,
+  kColl = 1u << 2,
+  kGpu = 1u << 3,
+  kTopo = 1u << 4,
+  kTune = 1u << 5,
+  kEnv = 1u << 6,
+  kAllSubsys = 0x7fu
 };
 
 struct LogConfig {
@@ -27,10 +33,9 @@ void log_write(LogLevel level, unsigned subsys, const char* fmt, ...)
 
 }  // namespace efacoll
 
-#define EFACOLL_LOG(level, subsys, ...)                                     \
-  do {                                                                      \
-    if (::efacoll::log_enabled(level, subsys))                              \
-      ::efacoll::log_write(level, subsys, __VA_ARGS__);                     \
+#define EFACOLL_LOG(level, subsys, ...)                                                          \
+  do {                                                                                           \
+    if (::efacoll::log_enabled(level, subsys)) ::efacoll::log_write(level, subsys, __VA_ARGS__); \
   } while (0)
 #define EFACOLL_WARN(subsys, ...) EFACOLL_LOG(::efacoll::LogLevel::kWarn, subsys, __VA_ARGS__)
 #define EFACOLL_INFO(subsys, ...) EFACOLL_LOG(::efacoll::LogLevel::kInfo, subsys, __VA_ARGS__)

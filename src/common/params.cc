@@ -32,10 +32,16 @@ bool parse_integer(const std::string& t, int64_t* out) {
 
 bool parse_value(ParamKind kind, const std::string& t, int64_t* out) {
   switch (kind) {
-    case ParamKind::kText: *out = 0; return true;
-    case ParamKind::kBool: return parse_bool(t, out);
-    case ParamKind::kInteger: case ParamKind::kSeconds: return parse_integer(t, out);
-    case ParamKind::kBytes: return parse_bytes(t, out);
+    case ParamKind::kText:
+      *out = 0;
+      return true;
+    case ParamKind::kBool:
+      return parse_bool(t, out);
+    case ParamKind::kInteger:
+    case ParamKind::kSeconds:
+      return parse_integer(t, out);
+    case ParamKind::kBytes:
+      return parse_bytes(t, out);
   }
   return false;
 }
@@ -60,11 +66,25 @@ bool parse_bytes(const std::string& text, int64_t* out) {
   if (end == text.c_str() || v < 0) return false;
   int64_t mult = 1;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mult = 1ll << 10; ++end; break;
-    case 'm': case 'M': mult = 1ll << 20; ++end; break;
-    case 'g': case 'G': mult = 1ll << 30; ++end; break;
-    default: return false;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      mult = 1ll << 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1ll << 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1ll << 30;
+      ++end;
+      break;
+    default:
+      return false;
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end != '\0') return false;
@@ -106,8 +126,8 @@ Params Params::from_env(const EnvMap& env) {
 std::string params_markdown() {
   std::string out = "| variable | default | meaning |\n| --- | --- | --- |\n";
   for (const ParamInfo& info : kParams) {
-    out += std::string("| `") + info.name + "` | `" + info.default_value + "` | " + info.doc +
-           " |\n";
+    out +=
+        std::string("| `") + info.name + "` | `" + info.default_value + "` | " + info.doc + " |\n";
   }
   return out;
 }

@@ -14,7 +14,7 @@ enum class Param : int {
 #define EFACOLL_PARAM_ID(id, name, kind, def, doc) id,
   EFACOLL_PARAMS(EFACOLL_PARAM_ID)
 #undef EFACOLL_PARAM_ID
-  kCount
+      kCount
 };
 
 enum class ParamKind { kText, kInteger, kBool, kBytes, kSeconds };

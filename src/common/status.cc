@@ -4,16 +4,26 @@ namespace efacoll {
 
 const char* code_name(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kAgain: return "again";
-    case Code::kInvalid: return "invalid argument";
-    case Code::kUnsupported: return "unsupported";
-    case Code::kFabric: return "fabric error";
-    case Code::kTimeout: return "timeout";
-    case Code::kTruncate: return "message truncated";
-    case Code::kNoMemory: return "out of memory";
-    case Code::kCuda: return "CUDA error";
-    case Code::kInternal: return "internal error";
+    case Code::kOk:
+      return "ok";
+    case Code::kAgain:
+      return "again";
+    case Code::kInvalid:
+      return "invalid argument";
+    case Code::kUnsupported:
+      return "unsupported";
+    case Code::kFabric:
+      return "fabric error";
+    case Code::kTimeout:
+      return "timeout";
+    case Code::kTruncate:
+      return "message truncated";
+    case Code::kNoMemory:
+      return "out of memory";
+    case Code::kCuda:
+      return "CUDA error";
+    case Code::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

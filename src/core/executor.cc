@@ -69,18 +69,24 @@ class Executor {
 
 uint8_t* Executor::resolve(const BufRef& ref) const {
   switch (ref.buf) {
-    case BufId::kSend: return const_cast<uint8_t*>(static_cast<const uint8_t*>(bufs_.send)) + ref.offset;
-    case BufId::kRecv: return static_cast<uint8_t*>(bufs_.recv) + ref.offset;
-    case BufId::kScratch: return static_cast<uint8_t*>(bufs_.scratch) + ref.offset;
+    case BufId::kSend:
+      return const_cast<uint8_t*>(static_cast<const uint8_t*>(bufs_.send)) + ref.offset;
+    case BufId::kRecv:
+      return static_cast<uint8_t*>(bufs_.recv) + ref.offset;
+    case BufId::kScratch:
+      return static_cast<uint8_t*>(bufs_.scratch) + ref.offset;
   }
   return nullptr;
 }
 
 void* Executor::desc_of(BufId id) const {
   switch (id) {
-    case BufId::kSend: return bufs_.send_desc;
-    case BufId::kRecv: return bufs_.recv_desc;
-    case BufId::kScratch: return bufs_.scratch_desc;
+    case BufId::kSend:
+      return bufs_.send_desc;
+    case BufId::kRecv:
+      return bufs_.recv_desc;
+    case BufId::kScratch:
+      return bufs_.scratch_desc;
   }
   return nullptr;
 }
@@ -96,17 +102,17 @@ void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   const Op& op = s_.ops[index];
   if (status.is_ok() && op.kind == OpKind::kRecv && bytes != op.bytes) {
     if (error_.is_ok()) {
-      error_ = Status(Code::kTruncate, ctx_.what + ": step " + std::to_string(op.step) +
-                                           " expected " + std::to_string(op.bytes) +
-                                           " bytes from rank " + std::to_string(op.peer) +
-                                           ", got " + std::to_string(bytes) +
-                                           " (do all ranks pass the same count?)");
+      error_ =
+          Status(Code::kTruncate, ctx_.what + ": step " + std::to_string(op.step) + " expected " +
+                                      std::to_string(op.bytes) + " bytes from rank " +
+                                      std::to_string(op.peer) + ", got " + std::to_string(bytes) +
+                                      " (do all ranks pass the same count?)");
     }
   } else if (!status.is_ok() && error_.is_ok()) {
-    error_ = Status(status.code(), ctx_.what + ": step " + std::to_string(op.step) + " " +
-                                       (op.kind == OpKind::kSend ? "send to" : "receive from") +
-                                       " rank " + std::to_string(op.peer) + ": " +
-                                       status.message());
+    error_ =
+        Status(status.code(), ctx_.what + ": step " + std::to_string(op.step) + " " +
+                                  (op.kind == OpKind::kSend ? "send to" : "receive from") +
+                                  " rank " + std::to_string(op.peer) + ": " + status.message());
   }
   ++done_;
   release(index);
@@ -130,11 +136,10 @@ Status Executor::start(uint32_t index) {
       PeerAddr peer = (*ctx_.peers)[op.peer];
       const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
       uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id);
-      Status st = op.kind == OpKind::kSend
-                      ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
-                                             desc_of(op.src.buf), &slot)
-                      : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
-                                             desc_of(op.dst.buf), &slot);
+      Status st = op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes,
+                                                                  tag, desc_of(op.src.buf), &slot)
+                                           : ctx_.transport->recv(peer, resolve(op.dst), op.bytes,
+                                                                  tag, desc_of(op.dst.buf), &slot);
       if (st.is_ok()) {
         slot.posted = true;
         ++in_flight_;
@@ -168,7 +173,8 @@ std::string Executor::timeout_message() const {
   std::string ranks;
   for (int r : silent) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   return ctx_.what + ": no progress for " + std::to_string(ctx_.timeout.count() / 1000) +
-         " s (EFACOLL_TIMEOUT) at step " + (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
+         " s (EFACOLL_TIMEOUT) at step " +
+         (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
          "; ranks that did not answer: " + (ranks.empty() ? std::string("none pending") : ranks);
 }
 

@@ -19,7 +19,8 @@ T wrap_mul(T x, T y) {
   using U = std::make_unsigned_t<T>;
   // Promote to at least unsigned int so that uint16 * uint16 cannot overflow a signed int.
   using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-  return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(x)) * static_cast<W>(static_cast<U>(y))));
+  return static_cast<T>(
+      static_cast<U>(static_cast<W>(static_cast<U>(x)) * static_cast<W>(static_cast<U>(y))));
 }
 
 template <typename T, typename F>
@@ -49,17 +50,38 @@ void apply(void* dst, const void* a, const void* b, size_t n, F f) {
 template <typename T>
 Status reduce_integer(void* dst, const void* a, const void* b, size_t n, ROp op) {
   switch (op) {
-    case ROp::kSum: apply<T>(dst, a, b, n, [](T x, T y) { return wrap_add(x, y); }); break;
-    case ROp::kProd: apply<T>(dst, a, b, n, [](T x, T y) { return wrap_mul(x, y); }); break;
-    case ROp::kMin: apply<T>(dst, a, b, n, [](T x, T y) { return y < x ? y : x; }); break;
-    case ROp::kMax: apply<T>(dst, a, b, n, [](T x, T y) { return y > x ? y : x; }); break;
-    case ROp::kLand: apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) && (y != 0)); }); break;
-    case ROp::kLor: apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) || (y != 0)); }); break;
-    case ROp::kLxor: apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) != (y != 0)); }); break;
-    case ROp::kBand: apply<T>(dst, a, b, n, [](T x, T y) { return T(x & y); }); break;
-    case ROp::kBor: apply<T>(dst, a, b, n, [](T x, T y) { return T(x | y); }); break;
-    case ROp::kBxor: apply<T>(dst, a, b, n, [](T x, T y) { return T(x ^ y); }); break;
-    default: return Status(Code::kUnsupported, "op not valid for integers");
+    case ROp::kSum:
+      apply<T>(dst, a, b, n, [](T x, T y) { return wrap_add(x, y); });
+      break;
+    case ROp::kProd:
+      apply<T>(dst, a, b, n, [](T x, T y) { return wrap_mul(x, y); });
+      break;
+    case ROp::kMin:
+      apply<T>(dst, a, b, n, [](T x, T y) { return y < x ? y : x; });
+      break;
+    case ROp::kMax:
+      apply<T>(dst, a, b, n, [](T x, T y) { return y > x ? y : x; });
+      break;
+    case ROp::kLand:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) && (y != 0)); });
+      break;
+    case ROp::kLor:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) || (y != 0)); });
+      break;
+    case ROp::kLxor:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T((x != 0) != (y != 0)); });
+      break;
+    case ROp::kBand:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T(x & y); });
+      break;
+    case ROp::kBor:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T(x | y); });
+      break;
+    case ROp::kBxor:
+      apply<T>(dst, a, b, n, [](T x, T y) { return T(x ^ y); });
+      break;
+    default:
+      return Status(Code::kUnsupported, "op not valid for integers");
   }
   return Status::ok();
 }
@@ -67,11 +89,20 @@ Status reduce_integer(void* dst, const void* a, const void* b, size_t n, ROp op)
 template <typename T>
 Status reduce_floating(void* dst, const void* a, const void* b, size_t n, ROp op) {
   switch (op) {
-    case ROp::kSum: apply<T>(dst, a, b, n, [](T x, T y) { return x + y; }); break;
-    case ROp::kProd: apply<T>(dst, a, b, n, [](T x, T y) { return x * y; }); break;
-    case ROp::kMin: apply<T>(dst, a, b, n, [](T x, T y) { return y < x ? y : x; }); break;
-    case ROp::kMax: apply<T>(dst, a, b, n, [](T x, T y) { return y > x ? y : x; }); break;
-    default: return Status(Code::kUnsupported, "op not valid for floating point");
+    case ROp::kSum:
+      apply<T>(dst, a, b, n, [](T x, T y) { return x + y; });
+      break;
+    case ROp::kProd:
+      apply<T>(dst, a, b, n, [](T x, T y) { return x * y; });
+      break;
+    case ROp::kMin:
+      apply<T>(dst, a, b, n, [](T x, T y) { return y < x ? y : x; });
+      break;
+    case ROp::kMax:
+      apply<T>(dst, a, b, n, [](T x, T y) { return y > x ? y : x; });
+      break;
+    default:
+      return Status(Code::kUnsupported, "op not valid for floating point");
   }
   return Status::ok();
 }
@@ -80,24 +111,31 @@ template <typename T>
 Status reduce_complex(void* dst, const void* a, const void* b, size_t n, ROp op) {
   using C = std::complex<T>;
   switch (op) {
-    case ROp::kSum: apply<C>(dst, a, b, n, [](C x, C y) { return x + y; }); break;
+    case ROp::kSum:
+      apply<C>(dst, a, b, n, [](C x, C y) { return x + y; });
+      break;
     // Plain (a+bi)(c+di): std::complex's operator* adds NaN/inf recovery that C compilers
     // (and MPI libraries built with them) do not.
     case ROp::kProd:
       apply<C>(dst, a, b, n, [](C x, C y) {
-        return C(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+        return C(x.real() * y.real() - x.imag() * y.imag(),
+                 x.real() * y.imag() + x.imag() * y.real());
       });
       break;
-    default: return Status(Code::kUnsupported, "op not valid for complex");
+    default:
+      return Status(Code::kUnsupported, "op not valid for complex");
   }
   return Status::ok();
 }
 
 Status reduce_bool(void* dst, const void* a, const void* b, size_t n, ROp op) {
   switch (op) {
-    case ROp::kLand: case ROp::kLor: case ROp::kLxor:
+    case ROp::kLand:
+    case ROp::kLor:
+    case ROp::kLxor:
       return reduce_integer<uint8_t>(dst, a, b, n, op);
-    default: return Status(Code::kUnsupported, "op not valid for bool");
+    default:
+      return Status(Code::kUnsupported, "op not valid for bool");
   }
 }
 
@@ -110,20 +148,35 @@ Status host_reduce(void* dst, const void* a, const void* b, size_t count, DType 
   }
   if (count == 0) return Status::ok();
   switch (type) {
-    case DType::kInt8: return reduce_integer<int8_t>(dst, a, b, count, op);
-    case DType::kInt16: return reduce_integer<int16_t>(dst, a, b, count, op);
-    case DType::kInt32: return reduce_integer<int32_t>(dst, a, b, count, op);
-    case DType::kInt64: return reduce_integer<int64_t>(dst, a, b, count, op);
-    case DType::kUint8: case DType::kByte: return reduce_integer<uint8_t>(dst, a, b, count, op);
-    case DType::kUint16: return reduce_integer<uint16_t>(dst, a, b, count, op);
-    case DType::kUint32: return reduce_integer<uint32_t>(dst, a, b, count, op);
-    case DType::kUint64: return reduce_integer<uint64_t>(dst, a, b, count, op);
-    case DType::kFloat32: return reduce_floating<float>(dst, a, b, count, op);
-    case DType::kFloat64: return reduce_floating<double>(dst, a, b, count, op);
-    case DType::kBool: return reduce_bool(dst, a, b, count, op);
-    case DType::kComplex64: return reduce_complex<float>(dst, a, b, count, op);
-    case DType::kComplex128: return reduce_complex<double>(dst, a, b, count, op);
-    case DType::kCount: break;
+    case DType::kInt8:
+      return reduce_integer<int8_t>(dst, a, b, count, op);
+    case DType::kInt16:
+      return reduce_integer<int16_t>(dst, a, b, count, op);
+    case DType::kInt32:
+      return reduce_integer<int32_t>(dst, a, b, count, op);
+    case DType::kInt64:
+      return reduce_integer<int64_t>(dst, a, b, count, op);
+    case DType::kUint8:
+    case DType::kByte:
+      return reduce_integer<uint8_t>(dst, a, b, count, op);
+    case DType::kUint16:
+      return reduce_integer<uint16_t>(dst, a, b, count, op);
+    case DType::kUint32:
+      return reduce_integer<uint32_t>(dst, a, b, count, op);
+    case DType::kUint64:
+      return reduce_integer<uint64_t>(dst, a, b, count, op);
+    case DType::kFloat32:
+      return reduce_floating<float>(dst, a, b, count, op);
+    case DType::kFloat64:
+      return reduce_floating<double>(dst, a, b, count, op);
+    case DType::kBool:
+      return reduce_bool(dst, a, b, count, op);
+    case DType::kComplex64:
+      return reduce_complex<float>(dst, a, b, count, op);
+    case DType::kComplex128:
+      return reduce_complex<double>(dst, a, b, count, op);
+    case DType::kCount:
+      break;
   }
   return Status(Code::kUnsupported, "unknown type");
 }

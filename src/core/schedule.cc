@@ -22,8 +22,8 @@ std::string Schedule::describe() const {
   std::ostringstream out;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    out << i << ": " << kKinds[static_cast<int>(op.kind)] << " step " << op.step << " "
-        << op.bytes << "B";
+    out << i << ": " << kKinds[static_cast<int>(op.kind)] << " step " << op.step << " " << op.bytes
+        << "B";
     if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       out << " peer " << op.peer << " msg " << op.msg_id;
     }

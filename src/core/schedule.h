@@ -26,9 +26,9 @@ struct Op {
   uint32_t msg_id = 0;  // with the sender's rank, unique inside one collective
   uint32_t step = 0;    // algorithm step, for error messages and tracing
   size_t bytes = 0;
-  BufRef dst;           // recv, reduce, copy
-  BufRef src;           // send, reduce (first operand), copy
-  BufRef src2;          // reduce (second operand)
+  BufRef dst;   // recv, reduce, copy
+  BufRef src;   // send, reduce (first operand), copy
+  BufRef src2;  // reduce (second operand)
 };
 
 struct Schedule {

@@ -53,7 +53,8 @@ Status Comm::ensure_scratch(size_t bytes) {
   scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
   if (needs_registration()) {
     scratch_mr_ = std::make_unique<MemRegion>();
-    EFACOLL_RETURN_IF_ERROR(t->register_memory(scratch_.data(), scratch_.size(), scratch_mr_.get()));
+    EFACOLL_RETURN_IF_ERROR(
+        t->register_memory(scratch_.data(), scratch_.size(), scratch_mr_.get()));
   }
   return Status::ok();
 }
@@ -62,8 +63,8 @@ Status Comm::run(const CollArgs& args) {
   const size_t esize = dtype_size(args.dtype);
   if (esize == 0) return Status(Code::kUnsupported, "unknown datatype");
   if (args.kind != CollKind::kAllgather && !op_allowed(args.dtype, args.op)) {
-    return Status(Code::kUnsupported, std::string(op_name(args.op)) + " is not defined on " +
-                                          dtype_name(args.dtype));
+    return Status(Code::kUnsupported,
+                  std::string(op_name(args.op)) + " is not defined on " + dtype_name(args.dtype));
   }
 
   RingArgs ring;
@@ -71,7 +72,8 @@ Status Comm::run(const CollArgs& args) {
   ring.nranks = size_;
   ring.elem_size = esize;
   ring.inplace = args.inplace;
-  ring.chunk_bytes = std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
+  ring.chunk_bytes =
+      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
   size_t send_bytes = 0, recv_bytes = 0;
   switch (args.kind) {
     case CollKind::kAllreduce:
@@ -97,9 +99,9 @@ Status Comm::run(const CollArgs& args) {
   Status built;
   // More chunks than a tag can number: grow the chunk until they fit.
   for (;;) {
-    built = args.kind == CollKind::kAllreduce       ? build_ring_allreduce(ring, &schedule)
-            : args.kind == CollKind::kAllgather     ? build_ring_allgather(ring, &schedule)
-                                                    : build_ring_reduce_scatter(ring, &schedule);
+    built = args.kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, &schedule)
+            : args.kind == CollKind::kAllgather ? build_ring_allgather(ring, &schedule)
+                                                : build_ring_reduce_scatter(ring, &schedule);
     if (built.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) break;
     ring.chunk_bytes *= 2;
   }

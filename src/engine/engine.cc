@@ -1,7 +1,8 @@
+#include "efacoll/engine.h"
+
 #include <cstring>
 
 #include "common/log.h"
-#include "efacoll/engine.h"
 #include "transport/tag.h"
 #include "transport/transport.h"
 
@@ -46,7 +47,8 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
     if (free_everywhere[i / 8] & (1u << (i % 8))) id = i;
   }
   // Every member computed the same answer from the same blobs, so all fail or all succeed.
-  if (id == kMaxCommIds) return Status(Code::kUnsupported, "no communicator id free on every member");
+  if (id == kMaxCommIds)
+    return Status(Code::kUnsupported, "no communicator id free on every member");
 
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
   EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));

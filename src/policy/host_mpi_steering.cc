@@ -13,11 +13,16 @@ MpiFlavor detect_mpi_flavor(const std::string& v) {
 
 const char* mpi_flavor_name(MpiFlavor flavor) {
   switch (flavor) {
-    case MpiFlavor::kOpenMpi: return "Open MPI";
-    case MpiFlavor::kIntelMpi: return "Intel MPI";
-    case MpiFlavor::kMpich: return "MPICH";
-    case MpiFlavor::kMvapich: return "MVAPICH";
-    case MpiFlavor::kUnknown: break;
+    case MpiFlavor::kOpenMpi:
+      return "Open MPI";
+    case MpiFlavor::kIntelMpi:
+      return "Intel MPI";
+    case MpiFlavor::kMpich:
+      return "MPICH";
+    case MpiFlavor::kMvapich:
+      return "MVAPICH";
+    case MpiFlavor::kUnknown:
+      break;
   }
   return "unknown MPI";
 }

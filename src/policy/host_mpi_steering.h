@@ -18,7 +18,7 @@ const char* mpi_flavor_name(MpiFlavor flavor);
 
 struct SteeringPlan {
   std::vector<std::pair<std::string, std::string>> set;  // variables to set
-  std::vector<std::string> messages;                    // one INFO line each
+  std::vector<std::string> messages;                     // one INFO line each
 };
 
 SteeringPlan plan_host_mpi_steering(MpiFlavor flavor, bool efa_present, const EnvMap& env);

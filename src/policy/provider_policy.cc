@@ -36,8 +36,8 @@ ProviderDecision decide_provider(const std::string& requested, bool found,
               "AWS's libfabric (/opt/amazon/efa), or choose another provider deliberately with "
               "EFACOLL_PROVIDER=tcp|shm|udp, or disable efacoll with EFACOLL_ENABLE=0.";
   } else {
-    d.error = "EFACOLL_PROVIDER=" + requested + " is not available (libfabric offered: " +
-              join(offered) + ")." + filter;
+    d.error = "EFACOLL_PROVIDER=" + requested +
+              " is not available (libfabric offered: " + join(offered) + ")." + filter;
   }
   return d;
 }

@@ -11,7 +11,8 @@ constexpr uint32_t kMaxCommIds = 1u << kCommIdBits;
 constexpr uint32_t kMaxRanksInTag = 1u << 20;
 
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id) {
-  return (static_cast<uint64_t>(comm_id & 0xfff) << 52) | (static_cast<uint64_t>(seq & 0xfff) << 40) |
+  return (static_cast<uint64_t>(comm_id & 0xfff) << 52) |
+         (static_cast<uint64_t>(seq & 0xfff) << 40) |
          (static_cast<uint64_t>(sender & 0xfffff) << 20) | (msg_id & 0xfffff);
 }
 

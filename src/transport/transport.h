@@ -30,8 +30,8 @@ struct TransportInfo {
   std::string provider;
   std::string fabric;
   std::string domain;
-  std::string version;   // libfabric's
-  bool hmem = false;     // FI_HMEM: device memory can be handed to the provider
+  std::string version;  // libfabric's
+  bool hmem = false;    // FI_HMEM: device memory can be handed to the provider
   bool needs_local_mr = false;
   size_t inject_size = 0;
   size_t max_msg_size = SIZE_MAX;

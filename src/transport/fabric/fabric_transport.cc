@@ -37,8 +37,8 @@ class Fid {
 };
 
 Status fabric_error(const char* what, int rc) {
-  return Status(Code::kFabric, std::string(what) + ": " + fi_strerror(-rc) + " (" +
-                                   std::to_string(rc) + ")");
+  return Status(Code::kFabric,
+                std::string(what) + ": " + fi_strerror(-rc) + " (" + std::to_string(rc) + ")");
 }
 
 struct Request {
@@ -210,8 +210,8 @@ void FabricTransport::complete(Request* r, const Status& status, size_t bytes) {
   c->fn(c, status, bytes);
 }
 
-Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
-                             void* desc, Completion* completion) {
+Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
+                             Completion* completion) {
   Request* r = get_request(completion, bytes, false);
   if (bytes <= info_.inject_size) {
     // Inject: the buffer is reusable on return and no completion is generated.
@@ -266,17 +266,20 @@ Status FabricTransport::progress(int* completed) {
       ssize_t rc = fi_cq_readerr(cq_.get(), &err, 0);
       if (rc < 0) return fabric_error("fi_cq_readerr", static_cast<int>(rc));
       auto* r = static_cast<Request*>(err.op_context);
+      // Providers disagree on the sign of err (shm reports -FI_ETRUNC).
+      const int code = err.err < 0 ? -err.err : err.err;
       Status st;
-      if (err.err == FI_ECANCELED) {
+      if (code == FI_ECANCELED) {
         st = Status(Code::kFabric, "canceled");
-      } else if (err.err == FI_ETRUNC) {
+      } else if (code == FI_ETRUNC) {
         st = Status(Code::kTruncate, "message larger than its receive buffer (" +
                                          std::to_string(r->bytes) + " bytes)");
       } else {
         char buf[256] = "";
-        const char* detail = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
-        st = Status(Code::kFabric, std::string(fi_strerror(err.err)) + " (" +
-                                       (detail ? detail : "") + ")");
+        const char* detail =
+            fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
+        st = Status(Code::kFabric,
+                    std::string(fi_strerror(code)) + " (" + (detail ? detail : "") + ")");
       }
       if (r) {
         complete(r, st, err.len);

@@ -38,9 +38,10 @@ namespace {
 LoopbackFabric::Done deliver(const LoopbackFabric::Posted& p, const uint8_t* data, size_t bytes) {
   if (bytes > p.bytes) {
     std::memcpy(p.buf, data, p.bytes);
-    return {p.completion, Status(Code::kTruncate, "message of " + std::to_string(bytes) +
-                                                      " bytes for a " + std::to_string(p.bytes) +
-                                                      "-byte receive"), p.bytes};
+    return {p.completion,
+            Status(Code::kTruncate, "message of " + std::to_string(bytes) + " bytes for a " +
+                                        std::to_string(p.bytes) + "-byte receive"),
+            p.bytes};
   }
   if (bytes) std::memcpy(p.buf, data, bytes);
   return {p.completion, Status::ok(), bytes};
@@ -148,7 +149,9 @@ class LoopbackTransport : public Transport {
 
 }  // namespace
 
-std::shared_ptr<LoopbackFabric> make_loopback_fabric() { return std::make_shared<LoopbackFabric>(); }
+std::shared_ptr<LoopbackFabric> make_loopback_fabric() {
+  return std::make_shared<LoopbackFabric>();
+}
 
 std::unique_ptr<Transport> make_loopback_transport(std::shared_ptr<LoopbackFabric> fabric) {
   return std::make_unique<LoopbackTransport>(std::move(fabric));

@@ -1,0 +1,176 @@
+// Every ring algorithm x ranks {1,2,3,4,5,8} x counts {0, 1, ranks-1, odd, multi-chunk} x every
+// allowed (type, op) x in-place, ranks as threads over the loopback transport, results
+// compared with the independent reference.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "reference.h"
+#include "thread_ranks.h"
+
+namespace efacoll {
+namespace testing {
+namespace {
+
+constexpr size_t kChunkBytes = 64;  // small, so that multi-chunk pipelines run on small data
+
+std::vector<size_t> counts_for(int n) {
+  // 300 elements of 8 bytes span several 64-byte chunks per block even at 8 ranks.
+  return {0, 1, static_cast<size_t>(n - 1), 37, 300};
+}
+
+RankSetup loopback_setup() {
+  RankSetup s;
+  s.config.chunk_bytes = kChunkBytes;
+  return s;
+}
+
+std::string where(const char* coll, DType t, ROp op, size_t count, bool inplace) {
+  return std::string(coll) + " " + dtype_name(t) + " " + op_name(op) + " count " +
+         std::to_string(count) + (inplace ? " in place" : "");
+}
+
+void check(std::vector<std::string>* failures, const std::string& what, const Bytes& got,
+           const Bytes& want, DType type) {
+  std::string diff = compare(got, want, type);
+  if (!diff.empty()) failures->push_back(what + ": " + diff);
+}
+
+void allreduce_case(int rank, int n, Comm& comm, DType t, ROp op, size_t count, bool inplace,
+                    std::vector<std::string>* failures) {
+  const size_t esize = dtype_size(t);
+  Bytes input = make_input(t, op, rank, count);
+  const Bytes before = input;
+  Bytes out(count * esize, 0xA5);  // poisoned
+  if (inplace) out = input;
+  CollArgs a;
+  a.kind = CollKind::kAllreduce;
+  a.sendbuf = inplace ? nullptr : input.data();
+  a.recvbuf = out.data();
+  a.count = count;
+  a.dtype = t;
+  a.op = op;
+  a.inplace = inplace;
+  std::string what = where("allreduce", t, op, count, inplace);
+  Status st = comm.run(a);
+  if (!st.is_ok()) return failures->push_back(what + ": " + st.to_string());
+  check(failures, what, out, expected_reduction(t, op, n, count), t);
+  if (input != before) failures->push_back(what + ": send buffer was modified");
+}
+
+void reduce_scatter_case(int rank, int n, Comm& comm, DType t, ROp op, size_t count, bool inplace,
+                         bool with_zeros, std::vector<std::string>* failures) {
+  const size_t esize = dtype_size(t);
+  // Irregular blocks: even split, or every other rank receiving nothing.
+  std::vector<size_t> counts(n);
+  size_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    counts[r] = with_zeros ? (r % 2 ? 0 : count) : count / n + (static_cast<size_t>(r) < count % n);
+    total += counts[r];
+  }
+  size_t offset = 0;
+  for (int r = 0; r < rank; ++r) offset += counts[r];
+  Bytes input = make_input(t, op, rank, total);
+  const Bytes before = input;
+  Bytes out = inplace ? input : Bytes(counts[rank] * esize, 0xA5);
+  CollArgs a;
+  a.kind = CollKind::kReduceScatter;
+  a.sendbuf = inplace ? nullptr : input.data();
+  a.recvbuf = out.data();
+  a.recvcounts = counts.data();
+  a.dtype = t;
+  a.op = op;
+  a.inplace = inplace;
+  std::string what =
+      where(with_zeros ? "reduce_scatter(zeros)" : "reduce_scatter", t, op, total, inplace);
+  Status st = comm.run(a);
+  if (!st.is_ok()) return failures->push_back(what + ": " + st.to_string());
+  Bytes full = expected_reduction(t, op, n, total);
+  Bytes want(full.begin() + offset * esize, full.begin() + (offset + counts[rank]) * esize);
+  out.resize(counts[rank] * esize);
+  check(failures, what, out, want, t);
+  if (input != before) failures->push_back(what + ": send buffer was modified");
+}
+
+void allgather_case(int rank, int n, Comm& comm, size_t count, bool inplace,
+                    std::vector<std::string>* failures) {
+  Bytes mine = make_input(DType::kUint8, ROp::kBxor, rank, count);
+  Bytes out(count * n, 0xA5);
+  if (inplace) std::memcpy(out.data() + rank * count, mine.data(), count);
+  CollArgs a;
+  a.kind = CollKind::kAllgather;
+  a.sendbuf = inplace ? nullptr : mine.data();
+  a.recvbuf = out.data();
+  a.count = count;
+  a.dtype = DType::kByte;
+  a.inplace = inplace;
+  std::string what = where("allgather", DType::kByte, ROp::kSum, count, inplace);
+  Status st = comm.run(a);
+  if (!st.is_ok()) return failures->push_back(what + ": " + st.to_string());
+  Bytes want;
+  for (int r = 0; r < n; ++r) {
+    Bytes b = make_input(DType::kUint8, ROp::kBxor, r, count);
+    want.insert(want.end(), b.begin(), b.end());
+  }
+  check(failures, what, out, want, DType::kByte);
+}
+
+void expect_no_failures(const std::vector<std::string>& failures) {
+  for (size_t i = 0; i < failures.size() && i < 20; ++i) ADD_FAILURE() << failures[i];
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failures";
+}
+
+class RingRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(RingRanks, AllreduceEveryTypeOpCountInPlace) {
+  const int n = GetParam();
+  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+    for (auto pair : allowed_pairs())
+      for (size_t count : counts_for(n))
+        for (bool inplace : {false, true})
+          allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
+  }));
+}
+
+TEST_P(RingRanks, ReduceScatterEveryTypeOpCountInPlace) {
+  const int n = GetParam();
+  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+    for (auto pair : allowed_pairs())
+      for (size_t count : counts_for(n))
+        for (bool inplace : {false, true})
+          for (bool zeros : {false, true})
+            reduce_scatter_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, zeros,
+                                c.failures);
+  }));
+}
+
+TEST_P(RingRanks, AllgatherEveryCountInPlace) {
+  const int n = GetParam();
+  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+    for (size_t count : {size_t(0), size_t(1), size_t(n - 1), size_t(37), size_t(1000)})
+      for (bool inplace : {false, true})
+        allgather_case(c.rank, n, c.comm, count, inplace, c.failures);
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RingRanks, ::testing::Values(1, 2, 3, 4, 5, 8),
+                         [](const auto& info) { return "n" + std::to_string(info.param); });
+
+TEST(RingCollectives, InterleavedCallsOnTwoCommunicatorsStayApart) {
+  // A second communicator over the same endpoints, calls interleaved: tags keep them apart.
+  const int n = 3;
+  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+    std::unique_ptr<Comm> second;
+    Status st = c.engine.create_comm(c.bootstrap, &second);
+    if (!st.is_ok()) return c.failures->push_back(st.to_string());
+    if (second->id() == c.comm.id()) c.failures->push_back("both communicators got one id");
+    for (int i = 0; i < 20; ++i) {
+      allreduce_case(c.rank, n, c.comm, DType::kInt32, ROp::kSum, 100 + i, false, c.failures);
+      allreduce_case(c.rank, n, *second, DType::kFloat64, ROp::kMax, 50, i % 2 == 0, c.failures);
+    }
+  }));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace efacoll

@@ -1,0 +1,167 @@
+// Structural checks of every builder's schedules, across all ranks at once: every send has
+// exactly one matching receive, the graph has no cycle, and no two operations touching the
+// same memory (one of them writing) can run concurrently.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+#include "coll/builders.h"
+
+namespace efacoll {
+namespace {
+
+enum class Algo { kAllreduce, kAllgather, kReduceScatter };
+
+struct Case {
+  Algo algo;
+  int n;
+  std::vector<size_t> blocks;
+  bool inplace;
+};
+
+Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
+  RingArgs a;
+  a.rank = rank;
+  a.nranks = c.n;
+  a.elem_size = 4;
+  a.block_counts = c.blocks;
+  a.inplace = c.inplace;
+  a.chunk_bytes = chunk;
+  switch (c.algo) {
+    case Algo::kAllreduce:
+      return build_ring_allreduce(a, s);
+    case Algo::kAllgather:
+      return build_ring_allgather(a, s);
+    case Algo::kReduceScatter:
+      return build_ring_reduce_scatter(a, s);
+  }
+  return Status(Code::kInternal, "?");
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (int n : {1, 2, 3, 4, 5, 8}) {
+    for (bool inplace : {false, true}) {
+      for (size_t count : {size_t(0), size_t(1), size_t(n - 1), size_t(37), size_t(100)}) {
+        std::vector<size_t> even(n, count / n);
+        for (size_t i = 0; i < count % n; ++i) ++even[i];
+        out.push_back({Algo::kAllreduce, n, even, inplace});
+        out.push_back({Algo::kAllgather, n, std::vector<size_t>(n, count), inplace});
+        out.push_back({Algo::kReduceScatter, n, even, inplace});
+        std::vector<size_t> zeros(n);
+        for (int r = 0; r < n; ++r) zeros[r] = r % 2 ? 0 : count;
+        out.push_back({Algo::kReduceScatter, n, zeros, inplace});
+      }
+    }
+  }
+  return out;
+}
+
+std::string name(const Case& c) {
+  static const char* const kNames[] = {"allreduce", "allgather", "reduce_scatter"};
+  std::string s = std::string(kNames[static_cast<int>(c.algo)]) + " n=" + std::to_string(c.n) +
+                  (c.inplace ? " inplace" : "") + " blocks";
+  for (size_t b : c.blocks) s += " " + std::to_string(b);
+  return s;
+}
+
+// Reachability over the DAG (bitsets per op): small schedules only.
+std::vector<std::vector<bool>> reachability(const Schedule& s, bool* acyclic) {
+  const size_t n = s.ops.size();
+  std::vector<uint32_t> indeg = s.num_deps, order;
+  for (uint32_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) order.push_back(i);
+  for (size_t k = 0; k < order.size(); ++k)
+    for (uint32_t next : s.successors[order[k]])
+      if (--indeg[next] == 0) order.push_back(next);
+  *acyclic = order.size() == n;
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (uint32_t next : s.successors[*it]) {
+      reach[*it][next] = true;
+      for (size_t j = 0; j < n; ++j)
+        if (reach[next][j]) reach[*it][j] = true;
+    }
+  }
+  return reach;
+}
+
+struct Access {
+  int space;  // in place, send and receive buffers are one memory
+  size_t begin, end;
+  bool write;
+};
+
+std::vector<Access> accesses(const Op& op, bool inplace) {
+  auto space = [&](BufId b) { return (inplace && b == BufId::kSend) ? int(BufId::kRecv) : int(b); };
+  auto range = [&](const BufRef& r, bool w) {
+    return Access{space(r.buf), r.offset, r.offset + op.bytes, w};
+  };
+  switch (op.kind) {
+    case OpKind::kSend:
+      return {range(op.src, false)};
+    case OpKind::kRecv:
+      return {range(op.dst, true)};
+    case OpKind::kReduce:
+      return {range(op.src, false), range(op.src2, false), range(op.dst, true)};
+    case OpKind::kCopy:
+      return {range(op.src, false), range(op.dst, true)};
+  }
+  return {};
+}
+
+TEST(ScheduleInvariants, EverySendMatchedAcyclicAndRaceFree) {
+  for (const Case& c : cases()) {
+    for (size_t chunk : {size_t(4), size_t(12), size_t(1 << 20)}) {
+      SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk));
+      using Key = std::tuple<int, int, uint32_t>;  // sender, receiver, msg id
+      std::map<Key, size_t> sends, recvs;
+      for (int r = 0; r < c.n; ++r) {
+        Schedule s;
+        ASSERT_TRUE(build(c, r, chunk, &s).is_ok());
+        for (const Op& op : s.ops) {
+          if (op.kind == OpKind::kSend) {
+            ASSERT_TRUE(sends.emplace(Key{r, op.peer, op.msg_id}, op.bytes).second)
+                << "duplicate send";
+            ASSERT_GT(op.bytes, 0u);
+          }
+          if (op.kind == OpKind::kRecv) {
+            ASSERT_TRUE(recvs.emplace(Key{op.peer, r, op.msg_id}, op.bytes).second)
+                << "duplicate recv";
+          }
+        }
+        bool acyclic = false;
+        auto reach = reachability(s, &acyclic);
+        ASSERT_TRUE(acyclic) << s.describe();
+        for (size_t i = 0; i < s.ops.size(); ++i) {
+          for (size_t j = i + 1; j < s.ops.size(); ++j) {
+            if (reach[i][j] || reach[j][i]) continue;
+            for (const Access& a : accesses(s.ops[i], c.inplace)) {
+              for (const Access& b : accesses(s.ops[j], c.inplace)) {
+                bool overlap = a.space == b.space && a.begin < b.end && b.begin < a.end;
+                ASSERT_FALSE(overlap && (a.write || b.write))
+                    << "rank " << r << ": ops " << i << " and " << j << " race\n"
+                    << s.describe();
+              }
+            }
+          }
+        }
+      }
+      EXPECT_EQ(sends, recvs) << "every send needs exactly one receive of the same size";
+    }
+  }
+}
+
+TEST(ScheduleInvariants, ReportsWhenTagsCannotNumberTheChunks) {
+  RingArgs a;
+  a.nranks = 4;
+  a.elem_size = 1;
+  a.block_counts.assign(4, size_t(1) << 20);
+  a.chunk_bytes = 1;  // a million chunks per block, 8 steps: more than 20 bits of message ids
+  Schedule s;
+  EXPECT_EQ(build_ring_allreduce(a, &s).code(), Code::kInvalid);
+}
+
+}  // namespace
+}  // namespace efacoll

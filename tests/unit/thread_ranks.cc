@@ -1,0 +1,87 @@
+#include "thread_ranks.h"
+
+#include <cstring>
+#include <thread>
+
+#include "transport/fabric/fabric_info.h"
+#include "transport/fabric/fabric_transport.h"
+#include "transport/loopback/loopback_transport.h"
+
+namespace efacoll {
+namespace testing {
+
+void ThreadGroup::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  unsigned gen = generation_;
+  if (++arrived_ == n_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait(lock, [&] { return generation_ != gen; });
+}
+
+Status ThreadGroup::allgather(int rank, const void* in, size_t bytes, void* out) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto* p = static_cast<const uint8_t*>(in);
+    slots_[rank].assign(p, p + bytes);
+  }
+  barrier();
+  for (int r = 0; r < n_; ++r) {
+    std::memcpy(static_cast<uint8_t*>(out) + r * bytes, slots_[r].data(), bytes);
+  }
+  barrier();
+  return Status::ok();
+}
+
+bool provider_available(const std::string& name) {
+  FiInfoPtr info;
+  return find_provider(name, &info).is_ok();
+}
+
+std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody& body) {
+  auto group = std::make_shared<ThreadGroup>(n);
+  auto loopback = make_loopback_fabric();
+  std::vector<std::vector<std::string>> failures(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Transport> transport;
+      if (setup.transport == "loopback") {
+        transport = make_loopback_transport(loopback);
+      } else {
+        FiInfoPtr info;
+        Status st = find_provider(setup.transport, &info);
+        if (st.is_ok()) st = open_fabric_transport(info.get(), &transport);
+        if (!st.is_ok()) {
+          failures[r].push_back("rank " + std::to_string(r) + ": " + st.to_string());
+          // Others block in the bootstrap: every rank fails the same way, so all return here.
+          return;
+        }
+      }
+      Engine engine(std::move(transport), setup.config);
+      ThreadBootstrap bootstrap(group, r);
+      std::unique_ptr<Comm> comm;
+      Status st = engine.create_comm(bootstrap, &comm);
+      if (!st.is_ok()) {
+        failures[r].push_back("create_comm: " + st.to_string());
+        return;
+      }
+      RankContext ctx{r, n, engine, bootstrap, *comm, &failures[r]};
+      body(ctx);
+      // Keep every endpoint open until all ranks are done with it.
+      uint8_t dummy = 0;
+      std::vector<uint8_t> all(n);
+      bootstrap.allgather(&dummy, 1, all.data());
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> all;
+  for (auto& f : failures) all.insert(all.end(), f.begin(), f.end());
+  return all;
+}
+
+}  // namespace testing
+}  // namespace efacoll

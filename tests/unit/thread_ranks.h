@@ -1,0 +1,71 @@
+// Ranks as threads in one process: a Bootstrap over shared memory, and a runner that gives
+// each rank its own Engine over a loopback or fabric transport.
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "efacoll/bootstrap.h"
+#include "efacoll/engine.h"
+
+namespace efacoll {
+namespace testing {
+
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int n) : n_(n), slots_(n) {}
+  int size() const { return n_; }
+  Status allgather(int rank, const void* in, size_t bytes, void* out);
+
+ private:
+  void barrier();
+  int n_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  unsigned generation_ = 0;
+  std::vector<std::vector<uint8_t>> slots_;
+};
+
+class ThreadBootstrap : public Bootstrap {
+ public:
+  ThreadBootstrap(std::shared_ptr<ThreadGroup> group, int rank) : group_(group), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  Status allgather(const void* in, size_t bytes, void* out) override {
+    return group_->allgather(rank_, in, bytes, out);
+  }
+
+ private:
+  std::shared_ptr<ThreadGroup> group_;
+  int rank_;
+};
+
+// "loopback", or a libfabric provider name ("tcp", "shm", "udp").
+struct RankSetup {
+  std::string transport = "loopback";
+  EngineConfig config;
+};
+
+struct RankContext {
+  int rank;
+  int size;
+  Engine& engine;
+  Bootstrap& bootstrap;
+  Comm& comm;  // all n ranks
+  std::vector<std::string>* failures;
+};
+
+// Runs body on n threads, each with its own engine and a communicator of all n ranks.
+// Returns every failure the ranks reported (empty: all passed).
+using RankBody = std::function<void(RankContext& ctx)>;
+std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody& body);
+
+// Whether a libfabric provider can be opened here (tests skip, saying why, when not).
+bool provider_available(const std::string& name);
+
+}  // namespace testing
+}  // namespace efacoll
