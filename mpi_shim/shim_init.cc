@@ -1,5 +1,6 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize: steer the host MPI onto EFA, open the fabric
 // (EFA unless another provider is named), and tear everything down before MPI goes away.
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/log.h"
@@ -57,6 +58,8 @@ int open_engine() {
       config.chunk_bytes = static_cast<size_t>(p.integer(Param::kChunkSize));
       config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
       config.force_mr_local = p.flag(Param::kForceMrLocal);
+      config.mr_cache_entries =
+          static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kMrCacheEntries)));
       s.engine = std::make_unique<Engine>(std::move(transport), config);
     }
   }

@@ -15,7 +15,7 @@ namespace efacoll {
 
 class Transport;
 struct TransportInfo;
-struct MemRegion;
+class MrCache;
 
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
@@ -37,6 +37,7 @@ struct EngineConfig {
   std::chrono::milliseconds timeout{300000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
+  size_t mr_cache_entries = 64;
 };
 
 class Comm;
@@ -57,7 +58,9 @@ class Engine {
   friend class Comm;
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
+  std::unique_ptr<MrCache> mr_cache_;  // null: the provider wants no registrations
   std::bitset<4096> comm_ids_in_use_;
+  uint64_t next_allocation_id_ = 1;  // identities of the engine's own buffers in mr_cache_
 };
 
 class Comm {
@@ -77,7 +80,6 @@ class Comm {
   friend class Engine;
   Comm(Engine* engine, int rank, int size, uint32_t id);
   Status ensure_scratch(size_t bytes);
-  bool needs_registration() const;
 
   Engine* engine_;
   int rank_, size_;
@@ -85,7 +87,7 @@ class Comm {
   uint32_t seq_ = 0;
   std::vector<uint64_t> peers_;
   std::vector<uint8_t> scratch_;
-  std::unique_ptr<MemRegion> scratch_mr_;
+  uint64_t scratch_id_ = 0;
 };
 
 }  // namespace efacoll

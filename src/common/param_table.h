@@ -25,6 +25,9 @@
   X(kForceMrLocal, "EFACOLL_FORCE_MR_LOCAL", kBool, "0",                                          \
     "Register local buffers and pass descriptors even where the provider does not ask "           \
     "(FI_MR_LOCAL): exercises EFA's registration rules on tcp/shm/udp.")                          \
+  X(kMrCacheEntries, "EFACOLL_MR_CACHE_ENTRIES", kInteger, "64",                                  \
+    "Registrations of efacoll's own buffers kept for reuse (where the provider wants "          \
+    "registered memory).")                                                                        \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -4,58 +4,24 @@
 #include "common/log.h"
 #include "core/executor.h"
 #include "efacoll/engine.h"
+#include "transport/mr_cache.h"
 #include "transport/transport.h"
 
 namespace efacoll {
-namespace {
-
-// Registers a user buffer for one call when the provider asks for descriptors.
-class CallRegistration {
- public:
-  CallRegistration(Transport* t, bool needed) : t_(t), needed_(needed) {}
-  ~CallRegistration() {
-    for (auto& r : regions_) t_->deregister_memory(&r);
-  }
-  Status add(const void* ptr, size_t bytes, void** desc) {
-    *desc = nullptr;
-    if (!needed_ || ptr == nullptr || bytes == 0) return Status::ok();
-    regions_.emplace_back();
-    EFACOLL_RETURN_IF_ERROR(t_->register_memory(const_cast<void*>(ptr), bytes, &regions_.back()));
-    *desc = regions_.back().desc;
-    return Status::ok();
-  }
-
- private:
-  Transport* t_;
-  bool needed_;
-  std::vector<MemRegion> regions_;
-};
-
-}  // namespace
 
 Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
     : engine_(engine), rank_(rank), size_(size), id_(id) {}
 
 Comm::~Comm() {
-  if (scratch_mr_) engine_->transport_->deregister_memory(scratch_mr_.get());
+  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   engine_->comm_ids_in_use_[id_] = false;
-}
-
-bool Comm::needs_registration() const {
-  return engine_->transport_->info().needs_local_mr || engine_->config_.force_mr_local;
 }
 
 Status Comm::ensure_scratch(size_t bytes) {
   if (scratch_.size() >= bytes) return Status::ok();
-  Transport* t = engine_->transport_.get();
-  if (scratch_mr_) t->deregister_memory(scratch_mr_.get());
-  scratch_mr_.reset();
+  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
-  if (needs_registration()) {
-    scratch_mr_ = std::make_unique<MemRegion>();
-    EFACOLL_RETURN_IF_ERROR(
-        t->register_memory(scratch_.data(), scratch_.size(), scratch_mr_.get()));
-  }
+  scratch_id_ = engine_->next_allocation_id_++;
   return Status::ok();
 }
 
@@ -113,13 +79,18 @@ Status Comm::run(const CollArgs& args) {
   bufs.send = args.inplace ? args.recvbuf : args.sendbuf;
   bufs.recv = args.recvbuf;
   bufs.scratch = scratch_.data();
-  bufs.scratch_desc = scratch_mr_ ? scratch_mr_->desc : nullptr;
-  CallRegistration regs(t, needs_registration());
-  EFACOLL_RETURN_IF_ERROR(regs.add(bufs.recv, recv_bytes, &bufs.recv_desc));
-  if (args.inplace) {
-    bufs.send_desc = bufs.recv_desc;
-  } else {
-    EFACOLL_RETURN_IF_ERROR(regs.add(bufs.send, send_bytes, &bufs.send_desc));
+  MrCache* mrs = engine_->mr_cache_.get();
+  if (mrs) {
+    // All of scratch, so one registration serves every call that fits in it. User host memory
+    // cannot be identified across calls (identity 0): registered for this call only.
+    Status st = mrs->acquire(scratch_.data(), scratch_.size(), scratch_id_, &bufs.scratch_desc);
+    if (st.is_ok()) st = mrs->acquire(bufs.recv, recv_bytes, 0, &bufs.recv_desc);
+    if (st.is_ok() && !args.inplace) st = mrs->acquire(bufs.send, send_bytes, 0, &bufs.send_desc);
+    if (args.inplace) bufs.send_desc = bufs.recv_desc;
+    if (!st.is_ok()) {
+      mrs->end_call();
+      return st;
+    }
   }
 
   ExecContext ctx;
@@ -136,7 +107,9 @@ Status Comm::run(const CollArgs& args) {
              std::to_string(size_) + ")";
   EFACOLL_TRACE(kColl, "%s: ring, %zu ops, chunk %zu B", ctx.what.c_str(), schedule.ops.size(),
                 ring.chunk_bytes);
-  return execute_schedule(schedule, ctx, bufs);
+  Status result = execute_schedule(schedule, ctx, bufs);
+  if (mrs) mrs->end_call();
+  return result;
 }
 
 }  // namespace efacoll

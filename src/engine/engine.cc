@@ -3,15 +3,21 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "transport/mr_cache.h"
 #include "transport/tag.h"
 #include "transport/transport.h"
 
 namespace efacoll {
 
 Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
-    : transport_(std::move(transport)), config_(config) {}
+    : transport_(std::move(transport)), config_(config) {
+  if (transport_->info().needs_local_mr || config_.force_mr_local) {
+    mr_cache_ = std::make_unique<MrCache>(transport_.get(), config_.mr_cache_entries);
+  }
+}
 
-Engine::~Engine() = default;
+// The cache deregisters through the transport: it goes first.
+Engine::~Engine() { mr_cache_.reset(); }
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }
 

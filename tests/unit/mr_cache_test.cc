@@ -1,0 +1,113 @@
+#include "transport/mr_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace efacoll {
+namespace {
+
+// Counts registrations; each region's desc is a distinct fake pointer.
+class CountingTransport : public Transport {
+ public:
+  const TransportInfo& info() const override { return info_; }
+  std::vector<uint8_t> local_address() const override { return {}; }
+  Status insert_peers(const std::vector<std::vector<uint8_t>>&, std::vector<PeerAddr>*) override {
+    return Status::ok();
+  }
+  Status register_memory(void* ptr, size_t, MemRegion* out) override {
+    out->desc = reinterpret_cast<void*>(++next_);
+    out->handle = out->desc;
+    live.insert(out->handle);
+    return Status::ok();
+  }
+  void deregister_memory(MemRegion* region) override {
+    EXPECT_EQ(live.erase(region->handle), 1u) << "deregistered twice or never registered";
+    *region = MemRegion();
+  }
+  Status send(PeerAddr, const void*, size_t, uint64_t, void*, Completion*) override {
+    return Status::ok();
+  }
+  Status recv(PeerAddr, void*, size_t, uint64_t, void*, Completion*) override {
+    return Status::ok();
+  }
+  Status progress(int* n) override { return *n = 0, Status::ok(); }
+  void cancel(Completion*) override {}
+
+  std::set<void*> live;
+
+ private:
+  TransportInfo info_;
+  uintptr_t next_ = 0x1000;
+};
+
+TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
+  CountingTransport t;
+  char buf[4096];
+  {
+    MrCache cache(&t, 4);
+    void *d1, *d2;
+    ASSERT_TRUE(cache.acquire(buf, sizeof(buf), 7, &d1).is_ok());
+    ASSERT_TRUE(cache.acquire(buf + 100, 200, 7, &d2).is_ok());  // inside the first
+    EXPECT_EQ(d1, d2);
+    EXPECT_EQ(cache.registrations(), 1u);
+    cache.end_call();
+    EXPECT_EQ(t.live.size(), 1u) << "cached registrations outlive the call";
+  }
+  EXPECT_TRUE(t.live.empty()) << "the cache releases everything it holds";
+}
+
+TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
+  CountingTransport t;
+  MrCache cache(&t, 4);
+  char buf[64];
+  void *d1, *d2;
+  ASSERT_TRUE(cache.acquire(buf, 64, 1, &d1).is_ok());
+  cache.forget(1);  // freed
+  ASSERT_TRUE(cache.acquire(buf, 64, 2, &d2).is_ok());
+  EXPECT_NE(d1, d2);
+  EXPECT_EQ(t.live.size(), 1u);
+}
+
+TEST(MrCache, UnidentifiedMemoryLivesForOneCall) {
+  CountingTransport t;
+  MrCache cache(&t, 4);
+  char buf[64];
+  void* d;
+  ASSERT_TRUE(cache.acquire(buf, 64, 0, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(buf, 64, 0, &d).is_ok());
+  EXPECT_EQ(cache.registrations(), 2u);
+  EXPECT_EQ(cache.cached(), 0u);
+  cache.end_call();
+  EXPECT_TRUE(t.live.empty());
+}
+
+TEST(MrCache, EvictsLeastRecentlyUsedBeyondCapacity) {
+  CountingTransport t;
+  MrCache cache(&t, 2);
+  char a[8], b[8], c[8];
+  void* d;
+  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(b, 8, 2, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());  // a is now the most recent
+  ASSERT_TRUE(cache.acquire(c, 8, 3, &d).is_ok());  // evicts b
+  EXPECT_EQ(cache.cached(), 2u);
+  EXPECT_EQ(t.live.size(), 2u);
+  uint64_t before = cache.registrations();
+  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());
+  EXPECT_EQ(cache.registrations(), before);
+  ASSERT_TRUE(cache.acquire(b, 8, 2, &d).is_ok());
+  EXPECT_EQ(cache.registrations(), before + 1);
+}
+
+TEST(MrCache, EmptyRangesNeedNoRegistration) {
+  CountingTransport t;
+  MrCache cache(&t, 2);
+  void* d = reinterpret_cast<void*>(1);
+  ASSERT_TRUE(cache.acquire(nullptr, 0, 1, &d).is_ok());
+  EXPECT_EQ(d, nullptr);
+  EXPECT_EQ(cache.registrations(), 0u);
+}
+
+}  // namespace
+}  // namespace efacoll
