@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 #include "efacoll/engine.h"
 #include "efacoll/status.h"
 #include "efacoll/types.h"
+#include "gpu/memory_kind.h"
 
 #define EFACOLL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -69,6 +71,36 @@ struct Counters {
   unsigned long long engine_calls = 0, mpi_calls = 0, engine_bytes = 0;
 };
 Counters stats_counters(CollKind kind);
+
+// --- GPU buffers passed to MPI (shim_gpu_staging.cc) ---
+// Where a call's buffers live (MPI_IN_PLACE: the send side is the receive side).
+struct CallBuffers {
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  MemInfo send, recv;
+  bool inplace() const { return sendbuf == MPI_IN_PLACE; }
+  bool any_gpu() const { return is_gpu(recv.kind) || (!inplace() && is_gpu(send.kind)); }
+};
+CallBuffers locate(const void* sendbuf, void* recvbuf);
+
+// Bytes a (count, type) pair spans from its buffer pointer.
+struct Span {
+  MPI_Aint offset = 0;  // the type's true lower bound
+  size_t bytes = 0;
+};
+Span span_of(int count, MPI_Datatype type);
+
+struct StagedSpans {
+  Span send;
+  Span recv_in;                   // the receive buffer's extent during the call
+  Span recv_out;                  // what MPI writes (the result)
+  bool recv_needs_input = false;  // in place: the input is in the receive buffer
+};
+
+bool mpi_is_cuda_aware();
+// call(send, recv) with host copies of GPU buffers unless the MPI is CUDA-aware.
+int staged_pmpi(MPI_Comm comm, const CallBuffers& b, const StagedSpans& spans,
+                const std::function<int(const void*, void*)>& call);
 
 // --- init (shim_init.cc) ---
 bool engine_active();

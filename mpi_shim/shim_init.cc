@@ -2,10 +2,13 @@
 // (EFA unless another provider is named), and tear everything down before MPI goes away.
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 
 #include "common/log.h"
+#include "gpu/gpu_runtime.h"
 #include "mpi_shim/shim.h"
 #include "policy/efa_presence.h"
+#include "policy/gdr_policy.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
 #include "transport/fabric/fabric_info.h"
@@ -34,52 +37,87 @@ void configure_before_mpi(const EnvMap& env) {
   for (const auto& m : plan.messages) EFACOLL_INFO(kEnv, "host MPI: %s", m.c_str());
 }
 
-// Returns the MPI error code to report from MPI_Init, or MPI_SUCCESS.
-int open_engine() {
-  State& s = state();
-  const Params& p = *s.params;
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The provider the policy allows, opened; or the one clear error.
+Status open_transport(const Params& p, bool have_gpu, std::unique_ptr<Transport>* out) {
   const std::string requested = p.text(Param::kProvider);
   FiInfoPtr info;
-  Status found = find_provider(requested, &info);
+  // FI_HMEM is asked of EFA only: elsewhere (1.17's shm) it may be emulated through CUDA copies
+  // by a libfabric that was built without CUDA.
+  Status found = find_provider(requested, &info, have_gpu && requested == "efa");
   const char* fi_provider = std::getenv("FI_PROVIDER");
   ProviderDecision decision = decide_provider(requested, found.is_ok(), offered_providers(),
                                               fi_provider ? fi_provider : "");
-  Status st;
-  if (!decision.ok) {
-    st = Status(Code::kUnsupported, decision.error);
-  } else {
-    if (!decision.warning.empty() && s.world_rank == 0) {
-      EFACOLL_WARN(kInit, "%s", decision.warning.c_str());
-    }
-    std::unique_ptr<Transport> transport;
-    st = open_fabric_transport(info.get(), &transport);
-    if (st.is_ok()) {
-      EngineConfig config;
-      config.chunk_bytes = static_cast<size_t>(p.integer(Param::kChunkSize));
-      config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
-      config.force_mr_local = p.flag(Param::kForceMrLocal);
-      config.mr_cache_entries =
-          static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kMrCacheEntries)));
-      s.engine = std::make_unique<Engine>(std::move(transport), config);
-    }
+  if (!decision.ok) return Status(Code::kUnsupported, decision.error);
+  if (!decision.warning.empty() && state().world_rank == 0) {
+    EFACOLL_WARN(kInit, "%s", decision.warning.c_str());
   }
-  if (!st.is_ok()) {
-    if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
-    return raise_error(MPI_COMM_WORLD, st);
-  }
-  const TransportInfo& ti = s.engine->transport_info();
+  return open_fabric_transport(info.get(), out);
+}
+
+EngineConfig engine_config(const Params& p) {
+  EngineConfig config;
+  config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
+  config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
+  config.force_mr_local = p.flag(Param::kForceMrLocal);
+  config.mr_cache_entries =
+      static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kMrCacheEntries)));
+  config.stage_slots = static_cast<int>(std::max<int64_t>(1, p.integer(Param::kStageSlots)));
+  return config;
+}
+
+void log_what_is_used(const Params& p, const std::string& gpu_note) {
+  const TransportInfo& ti = state().engine->transport_info();
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
   PMPI_Get_library_version(version, &len);
   std::string mpi(version);
   mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+  const bool gpu = state().engine->gpu() != nullptr;
   EFACOLL_INFO(kInit,
                "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
-               "MR local %s, inject %zu B, host buffers %s, MPI %s",
+               "GPU path %s, MR local %s, inject %zu B, host buffers %s, MPI %s%s",
                "0.1.0", ti.provider.c_str(), ti.fabric.c_str(), ti.domain.c_str(),
                ti.version.c_str(), ti.hmem ? "yes" : "no",
+               !gpu ? gpu_note.c_str()
+                    : (ti.hmem ? "direct (GPUDirect RDMA)" : "staged through pinned host memory"),
                ti.needs_local_mr ? "yes" : (config_force_mr_local() ? "forced" : "no"),
-               ti.inject_size, p.flag(Param::kHostBuffers) ? "yes" : "no (MPI)", mpi.c_str());
+               ti.inject_size, p.flag(Param::kHostBuffers) ? "yes" : "no (MPI)", mpi.c_str(),
+               mpi_is_cuda_aware() ? " (CUDA-aware)" : "");
+}
+
+// Returns the MPI error code to report from MPI_Init, or MPI_SUCCESS.
+int open_engine() {
+  State& s = state();
+  const Params& p = *s.params;
+  std::string gpu_note;
+  std::unique_ptr<GpuRuntime> gpu;
+  if (p.flag(Param::kGpu)) gpu = make_gpu_runtime(&gpu_note);
+  if (!gpu && gpu_note.empty()) gpu_note = "EFACOLL_GPU=0";
+  if (!gpu) gpu_note = "none (" + gpu_note + ")";
+
+  std::unique_ptr<Transport> transport;
+  Status st = open_transport(p, gpu != nullptr, &transport);
+  if (st.is_ok()) {
+    const TransportInfo& ti = transport->info();
+    GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr,
+                                 read_first_line("/sys/devices/virtual/dmi/id/product_name"),
+                                 p.flag(Param::kRequireGdr));
+    if (!gdr.ok) st = Status(Code::kUnsupported, gdr.error);
+    if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
+  }
+  if (!st.is_ok()) {
+    if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
+    return raise_error(MPI_COMM_WORLD, st);
+  }
+  s.engine = std::make_unique<Engine>(std::move(transport), engine_config(p), std::move(gpu));
+  log_what_is_used(p, gpu_note);
   return MPI_SUCCESS;
 }
 

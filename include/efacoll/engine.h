@@ -15,7 +15,9 @@ namespace efacoll {
 
 class Transport;
 struct TransportInfo;
+struct Schedule;
 class MrCache;
+class GpuRuntime;
 
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
@@ -30,6 +32,11 @@ struct CollArgs {
   // allreduce: input in recvbuf; allgather: own block already in place in recvbuf;
   // reduce-scatter: the whole input vector in recvbuf, result at its start.
   bool inplace = false;
+  // Where the buffers live (the shim asks the CUDA driver); GPU calls need a GpuRuntime.
+  MemKind send_mem = MemKind::kHost;
+  MemKind recv_mem = MemKind::kHost;
+  int device = -1;
+  uint64_t send_buffer_id = 0, recv_buffer_id = 0;  // CUDA allocation ids (0: unknown)
 };
 
 struct EngineConfig {
@@ -38,6 +45,7 @@ struct EngineConfig {
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;
+  int stage_slots = 8;  // per direction, for GPU data through a provider without FI_HMEM
 };
 
 class Comm;
@@ -45,6 +53,9 @@ class Comm;
 class Engine {
  public:
   Engine(std::unique_ptr<Transport> transport, const EngineConfig& config);
+  // gpu may be null: GPU buffers are then kUnsupported (the shim stages them to MPI).
+  Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
+         std::unique_ptr<GpuRuntime> gpu);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -52,12 +63,19 @@ class Engine {
   // Collective over the bootstrap's members: exchanges addresses, agrees on a communicator id.
   Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out);
   const TransportInfo& transport_info() const;
+  GpuRuntime* gpu() const { return gpu_.get(); }
   const EngineConfig& config() const { return config_; }
 
  private:
   friend class Comm;
+  Status ensure_stage(size_t bytes);
+
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
+  std::unique_ptr<GpuRuntime> gpu_;
+  void* stage_ = nullptr;  // pinned host slots, shared by every communicator
+  size_t stage_bytes_ = 0;
+  uint64_t stage_id_ = 0;
   std::unique_ptr<MrCache> mr_cache_;  // null: the provider wants no registrations
   std::bitset<4096> comm_ids_in_use_;
   uint64_t next_allocation_id_ = 1;  // identities of the engine's own buffers in mr_cache_
@@ -79,7 +97,9 @@ class Comm {
  private:
   friend class Engine;
   Comm(Engine* engine, int rank, int size, uint32_t id);
-  Status ensure_scratch(size_t bytes);
+  Status ensure_scratch(size_t bytes, bool on_gpu, int device);
+  Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
+                      size_t recv_bytes, size_t chunk_bytes);
 
   Engine* engine_;
   int rank_, size_;
@@ -88,6 +108,9 @@ class Comm {
   std::vector<uint64_t> peers_;
   std::vector<uint8_t> scratch_;
   uint64_t scratch_id_ = 0;
+  void* gpu_scratch_ = nullptr;
+  size_t gpu_scratch_bytes_ = 0;
+  int gpu_scratch_device_ = -1;
 };
 
 }  // namespace efacoll

@@ -20,6 +20,8 @@ enum class DType : uint8_t {
   kComplex64,   // float _Complex
   kComplex128,  // double _Complex
   kByte,        // MPI_BYTE: bitwise ops only
+  kFloat16,     // IEEE half (MPIX_C_FLOAT16 where the MPI defines it)
+  kBFloat16,    // bfloat16 (MPIX_BFLOAT16)
   kCount
 };
 
@@ -38,6 +40,9 @@ enum class ROp : uint8_t {
 };
 
 enum class CollKind : uint8_t { kAllreduce, kAllgather, kReduceScatter, kCount };
+
+enum class MemKind : uint8_t { kHost, kPinnedHost, kDevice, kManaged };
+inline bool is_gpu(MemKind k) { return k == MemKind::kDevice || k == MemKind::kManaged; }
 
 size_t dtype_size(DType type);
 const char* dtype_name(DType type);

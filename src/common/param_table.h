@@ -7,6 +7,9 @@
     "sockets) is used only when named here, with a warning that it is not EFA.")                  \
   X(kHostBuffers, "EFACOLL_HOST_BUFFERS", kBool, "0",                                             \
     "Run collectives on host buffers through efacoll too (by default only GPU buffers are).")     \
+  X(kGpu, "EFACOLL_GPU", kBool, "1",                                                              \
+    "0: GPU buffers are not run by efacoll (they are staged through host memory to MPI, or "     \
+    "handed to it where it is CUDA-aware).")                                                      \
   X(kEnable, "EFACOLL_ENABLE", kBool, "1",                                                        \
     "0 passes every call to the MPI library untouched (fabric is not opened).")                   \
   X(kDebug, "EFACOLL_DEBUG", kText, "WARN", "Log level: NONE, WARN, INFO or TRACE.")              \
@@ -28,6 +31,11 @@
   X(kMrCacheEntries, "EFACOLL_MR_CACHE_ENTRIES", kInteger, "64",                                  \
     "Registrations of efacoll's own buffers kept for reuse (where the provider wants "          \
     "registered memory).")                                                                        \
+  X(kRequireGdr, "EFACOLL_REQUIRE_GDR", kBool, "0",                                              \
+    "Fail at MPI_Init unless GPU data can cross the fabric by GPUDirect RDMA (FI_HMEM).")        \
+  X(kStageSlots, "EFACOLL_STAGE_SLOTS", kInteger, "8",                                           \
+    "Pinned host slots per direction (each one chunk) for GPU data through a provider "          \
+    "without FI_HMEM.")                                                                           \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -11,7 +11,6 @@
 #include <set>
 
 #include "common/log.h"
-#include "core/host_reduce.h"
 #include "transport/tag.h"
 
 namespace efacoll {
@@ -48,6 +47,8 @@ class Executor {
   static void on_complete(Completion* c, const Status& status, size_t bytes);
   void finish(uint32_t index, const Status& status, size_t bytes);
   Status start(uint32_t index);
+  Status issue(const Op& op, OpSlot* slot);
+  bool on_gpu(BufId id) const;
   void release(uint32_t index);
   Status fail_with_cleanup(Status error);
   std::string timeout_message() const;
@@ -75,6 +76,8 @@ uint8_t* Executor::resolve(const BufRef& ref) const {
       return static_cast<uint8_t*>(bufs_.recv) + ref.offset;
     case BufId::kScratch:
       return static_cast<uint8_t*>(bufs_.scratch) + ref.offset;
+    case BufId::kStage:
+      return static_cast<uint8_t*>(bufs_.stage) + ref.offset;
   }
   return nullptr;
 }
@@ -87,6 +90,8 @@ void* Executor::desc_of(BufId id) const {
       return bufs_.recv_desc;
     case BufId::kScratch:
       return bufs_.scratch_desc;
+    case BufId::kStage:
+      return bufs_.stage_desc;
   }
   return nullptr;
 }
@@ -124,42 +129,59 @@ void Executor::release(uint32_t index) {
   }
 }
 
-Status Executor::start(uint32_t index) {
-  const Op& op = s_.ops[index];
+bool Executor::on_gpu(BufId id) const {
+  switch (id) {
+    case BufId::kSend:
+      return bufs_.send_on_gpu;
+    case BufId::kRecv:
+      return bufs_.recv_on_gpu;
+    case BufId::kScratch:
+      return bufs_.scratch_on_gpu;
+    case BufId::kStage:
+      return false;
+  }
+  return false;
+}
+
+Status Executor::issue(const Op& op, OpSlot* slot) {
   switch (op.kind) {
     case OpKind::kSend:
     case OpKind::kRecv: {
-      OpSlot& slot = slots_[index];
-      slot.fn = &Executor::on_complete;
-      slot.executor = this;
-      slot.index = index;
       PeerAddr peer = (*ctx_.peers)[op.peer];
       const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
       uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id);
-      Status st = op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes,
-                                                                  tag, desc_of(op.src.buf), &slot)
-                                           : ctx_.transport->recv(peer, resolve(op.dst), op.bytes,
-                                                                  tag, desc_of(op.dst.buf), &slot);
-      if (st.is_ok()) {
-        slot.posted = true;
-        ++in_flight_;
-      }
-      return st;
+      return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
+                                                             desc_of(op.src.buf), slot)
+                                      : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
+                                                             desc_of(op.dst.buf), slot);
     }
-    case OpKind::kReduce: {
-      const size_t esize = dtype_size(ctx_.dtype);
-      Status st = host_reduce(resolve(op.dst), resolve(op.src), resolve(op.src2), op.bytes / esize,
-                              ctx_.dtype, ctx_.op);
-      if (!st.is_ok()) return st;
-      break;
+    case OpKind::kReduce:
+      return ctx_.local->reduce(resolve(op.dst), resolve(op.src), resolve(op.src2),
+                                op.bytes / dtype_size(ctx_.dtype), ctx_.dtype, ctx_.op, slot);
+    case OpKind::kCopy: {
+      const bool from_gpu = on_gpu(op.src.buf), to_gpu = on_gpu(op.dst.buf);
+      CopyKind kind = from_gpu ? (to_gpu ? CopyKind::kDeviceToDevice : CopyKind::kDeviceToHost)
+                               : (to_gpu ? CopyKind::kHostToDevice : CopyKind::kHostToHost);
+      return ctx_.local->copy(resolve(op.dst), resolve(op.src), op.bytes, kind, slot);
     }
-    case OpKind::kCopy:
-      std::memmove(resolve(op.dst), resolve(op.src), op.bytes);
-      break;
   }
-  ++done_;
-  release(index);
-  return Status::ok();
+  return Status(Code::kInternal, "unknown op");
+}
+
+Status Executor::start(uint32_t index) {
+  OpSlot& slot = slots_[index];
+  slot.fn = &Executor::on_complete;
+  slot.executor = this;
+  slot.index = index;
+  // Counted before issuing: a local operation may complete inside issue().
+  slot.posted = true;
+  ++in_flight_;
+  Status st = issue(s_.ops[index], &slot);
+  if (!st.is_ok()) {
+    slot.posted = false;
+    --in_flight_;
+  }
+  return st;
 }
 
 std::string Executor::timeout_message() const {
@@ -180,15 +202,18 @@ std::string Executor::timeout_message() const {
 
 Status Executor::fail_with_cleanup(Status error) {
   for (size_t i = 0; i < s_.ops.size(); ++i) {
-    if (slots_[i].posted) ctx_.transport->cancel(&slots_[i]);
+    const OpKind k = s_.ops[i].kind;
+    if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {
+      ctx_.transport->cancel(&slots_[i]);
+    }
   }
   // Wait for the cancellations, so that no buffer is written after we return.
   auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   IdleBackoff backoff;
   while (in_flight_ > 0 && std::chrono::steady_clock::now() < drain_until) {
-    int n = 0;
-    if (!ctx_.transport->progress(&n).is_ok()) break;
-    if (n == 0) backoff.idle();
+    int n = 0, m = 0;
+    if (!ctx_.transport->progress(&n).is_ok() || !ctx_.local->progress(&m).is_ok()) break;
+    if (n + m == 0) backoff.idle();
   }
   if (in_flight_ > 0) {
     // The provider still holds our slots: keep them alive rather than let it write freed memory.
@@ -207,16 +232,23 @@ Status Executor::run() {
   while (done_ < s_.ops.size()) {
     bool moved = false;
     while (!ready_.empty() && error_.is_ok()) {
+      // Popped first: an operation that completes at once pushes its successors.
       uint32_t index = ready_.top();
-      Status st = start(index);
-      if (st.code() == Code::kAgain) break;  // queue full: progress first
       ready_.pop();
+      Status st = start(index);
+      if (st.code() == Code::kAgain) {  // queue full: progress first
+        ready_.push(index);
+        break;
+      }
       if (!st.is_ok()) error_ = st;
       moved = true;
     }
-    int completed = 0;
+    int completed = 0, local_completed = 0;
     Status st = ctx_.transport->progress(&completed);
     if (!st.is_ok() && error_.is_ok()) error_ = st;
+    st = ctx_.local->progress(&local_completed);
+    if (!st.is_ok() && error_.is_ok()) error_ = st;
+    completed += local_completed;
     if (!error_.is_ok()) return fail_with_cleanup(error_);
     if (completed > 0 || moved) {
       backoff.reset();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/local_ops.h"
 #include "core/schedule.h"
 #include "efacoll/status.h"
 #include "efacoll/types.h"
@@ -16,13 +17,18 @@ struct ExecBuffers {
   const void* send = nullptr;
   void* recv = nullptr;
   void* scratch = nullptr;
+  void* stage = nullptr;  // host bounce slots (staged GPU data)
   void* send_desc = nullptr;
   void* recv_desc = nullptr;
   void* scratch_desc = nullptr;
+  void* stage_desc = nullptr;
+  // Which buffers are GPU memory (the stage never is).
+  bool send_on_gpu = false, recv_on_gpu = false, scratch_on_gpu = false;
 };
 
 struct ExecContext {
   Transport* transport = nullptr;
+  LocalOps* local = nullptr;
   const std::vector<PeerAddr>* peers = nullptr;  // by communicator rank
   int rank = 0;
   uint32_t comm_id = 0;

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/half.h"
+
 namespace efacoll {
 namespace {
 
@@ -128,6 +130,39 @@ Status reduce_complex(void* dst, const void* a, const void* b, size_t n, ROp op)
   return Status::ok();
 }
 
+// Half and bfloat16 reduce in float and round once, as the GPU kernels do.
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+Status reduce_16bit_float(void* dst, const void* a, const void* b, size_t n, ROp op) {
+  auto via_float = [op](uint16_t x, uint16_t y) {
+    float fx = ToFloat(x), fy = ToFloat(y), r;
+    switch (op) {
+      case ROp::kSum:
+        r = fx + fy;
+        break;
+      case ROp::kProd:
+        r = fx * fy;
+        break;
+      case ROp::kMin:
+        r = fy < fx ? fy : fx;
+        break;
+      default:
+        r = fy > fx ? fy : fx;
+        break;
+    }
+    return FromFloat(r);
+  };
+  switch (op) {
+    case ROp::kSum:
+    case ROp::kProd:
+    case ROp::kMin:
+    case ROp::kMax:
+      apply<uint16_t>(dst, a, b, n, via_float);
+      return Status::ok();
+    default:
+      return Status(Code::kUnsupported, "op not valid for floating point");
+  }
+}
+
 Status reduce_bool(void* dst, const void* a, const void* b, size_t n, ROp op) {
   switch (op) {
     case ROp::kLand:
@@ -175,6 +210,10 @@ Status host_reduce(void* dst, const void* a, const void* b, size_t count, DType 
       return reduce_complex<float>(dst, a, b, count, op);
     case DType::kComplex128:
       return reduce_complex<double>(dst, a, b, count, op);
+    case DType::kFloat16:
+      return reduce_16bit_float<half_to_float, float_to_half>(dst, a, b, count, op);
+    case DType::kBFloat16:
+      return reduce_16bit_float<bf16_to_float, float_to_bf16>(dst, a, b, count, op);
     case DType::kCount:
       break;
   }

@@ -18,7 +18,7 @@ void Schedule::depend(uint32_t before, uint32_t after) {
 
 std::string Schedule::describe() const {
   static const char* const kKinds[] = {"send", "recv", "reduce", "copy"};
-  static const char* const kBufs[] = {"send", "recv", "scratch"};
+  static const char* const kBufs[] = {"send", "recv", "scratch", "stage"};
   std::ostringstream out;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];

@@ -8,7 +8,7 @@
 
 namespace efacoll {
 
-enum class BufId : uint8_t { kSend, kRecv, kScratch };
+enum class BufId : uint8_t { kSend, kRecv, kScratch, kStage };
 
 struct BufRef {
   BufId buf = BufId::kSend;

@@ -11,6 +11,8 @@ size_t dtype_size(DType type) {
       return 1;
     case DType::kInt16:
     case DType::kUint16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
       return 2;
     case DType::kInt32:
     case DType::kUint32:
@@ -30,9 +32,9 @@ size_t dtype_size(DType type) {
 }
 
 const char* dtype_name(DType type) {
-  static const char* const kNames[] = {"int8",   "int16",     "int32",      "int64",   "uint8",
-                                       "uint16", "uint32",    "uint64",     "float32", "float64",
-                                       "bool",   "complex64", "complex128", "byte"};
+  static const char* const kNames[] = {
+      "int8",    "int16",   "int32", "int64",     "uint8",      "uint16", "uint32",  "uint64",
+      "float32", "float64", "bool",  "complex64", "complex128", "byte",   "float16", "bfloat16"};
   auto i = static_cast<size_t>(type);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "?";
 }
@@ -65,6 +67,8 @@ Group group_of(DType type) {
   switch (type) {
     case DType::kFloat32:
     case DType::kFloat64:
+    case DType::kFloat16:
+    case DType::kBFloat16:
       return Group::kFloating;
     case DType::kBool:
       return Group::kLogical;

@@ -1,115 +1,163 @@
+// A communicator's collective call: plan the ring, choose where local work runs (host or the
+// buffers' GPU), stage GPU data through pinned host slots when the provider cannot touch GPU
+// memory, register what the provider wants registered, and run the schedule.
 #include <algorithm>
 
 #include "coll/builders.h"
 #include "common/log.h"
 #include "core/executor.h"
+#include "core/staging.h"
 #include "efacoll/engine.h"
+#include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
 
 namespace efacoll {
+namespace {
 
-Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
-    : engine_(engine), rank_(rank), size_(size), id_(id) {}
+struct RingPlan {
+  RingArgs ring;
+  size_t send_bytes = 0, recv_bytes = 0;
+};
 
-Comm::~Comm() {
-  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
-  engine_->comm_ids_in_use_[id_] = false;
-}
-
-Status Comm::ensure_scratch(size_t bytes) {
-  if (scratch_.size() >= bytes) return Status::ok();
-  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
-  scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
-  scratch_id_ = engine_->next_allocation_id_++;
-  return Status::ok();
-}
-
-Status Comm::run(const CollArgs& args) {
+Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, RingPlan* plan) {
   const size_t esize = dtype_size(args.dtype);
   if (esize == 0) return Status(Code::kUnsupported, "unknown datatype");
   if (args.kind != CollKind::kAllgather && !op_allowed(args.dtype, args.op)) {
     return Status(Code::kUnsupported,
                   std::string(op_name(args.op)) + " is not defined on " + dtype_name(args.dtype));
   }
-
-  RingArgs ring;
-  ring.rank = rank_;
-  ring.nranks = size_;
+  RingArgs& ring = plan->ring;
+  ring.rank = rank;
+  ring.nranks = size;
   ring.elem_size = esize;
   ring.inplace = args.inplace;
-  ring.chunk_bytes =
-      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
-  size_t send_bytes = 0, recv_bytes = 0;
+  ring.chunk_bytes = chunk_bytes;
   switch (args.kind) {
     case CollKind::kAllreduce:
-      ring.block_counts = even_blocks(args.count, size_);
-      send_bytes = recv_bytes = args.count * esize;
+      ring.block_counts = even_blocks(args.count, size);
+      plan->send_bytes = plan->recv_bytes = args.count * esize;
       break;
     case CollKind::kAllgather:
-      ring.block_counts.assign(size_, args.count);
-      send_bytes = args.count * esize;
-      recv_bytes = send_bytes * size_;
+      ring.block_counts.assign(size, args.count);
+      plan->send_bytes = args.count * esize;
+      plan->recv_bytes = plan->send_bytes * size;
       break;
     case CollKind::kReduceScatter:
       if (args.recvcounts == nullptr) return Status(Code::kInvalid, "recvcounts missing");
-      ring.block_counts.assign(args.recvcounts, args.recvcounts + size_);
-      for (size_t c : ring.block_counts) send_bytes += c * esize;
-      recv_bytes = args.inplace ? send_bytes : args.recvcounts[rank_] * esize;
+      ring.block_counts.assign(args.recvcounts, args.recvcounts + size);
+      for (size_t c : ring.block_counts) plan->send_bytes += c * esize;
+      plan->recv_bytes = args.inplace ? plan->send_bytes : args.recvcounts[rank] * esize;
       break;
     default:
       return Status(Code::kUnsupported, "unknown collective");
   }
+  return Status::ok();
+}
 
-  Schedule schedule;
-  Status built;
+Status build(CollKind kind, RingArgs& ring, Schedule* schedule) {
   // More chunks than a tag can number: grow the chunk until they fit.
   for (;;) {
-    built = args.kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, &schedule)
-            : args.kind == CollKind::kAllgather ? build_ring_allgather(ring, &schedule)
-                                                : build_ring_reduce_scatter(ring, &schedule);
-    if (built.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) break;
+    Status st = kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, schedule)
+                : kind == CollKind::kAllgather ? build_ring_allgather(ring, schedule)
+                                               : build_ring_reduce_scatter(ring, schedule);
+    if (st.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) return st;
     ring.chunk_bytes *= 2;
   }
-  EFACOLL_RETURN_IF_ERROR(built);
-  EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes));
+}
 
-  Transport* t = engine_->transport_.get();
-  ExecBuffers bufs;
-  bufs.send = args.inplace ? args.recvbuf : args.sendbuf;
-  bufs.recv = args.recvbuf;
-  bufs.scratch = scratch_.data();
-  MrCache* mrs = engine_->mr_cache_.get();
-  if (mrs) {
-    // All of scratch, so one registration serves every call that fits in it. User host memory
-    // cannot be identified across calls (identity 0): registered for this call only.
-    Status st = mrs->acquire(scratch_.data(), scratch_.size(), scratch_id_, &bufs.scratch_desc);
-    if (st.is_ok()) st = mrs->acquire(bufs.recv, recv_bytes, 0, &bufs.recv_desc);
-    if (st.is_ok() && !args.inplace) st = mrs->acquire(bufs.send, send_bytes, 0, &bufs.send_desc);
-    if (args.inplace) bufs.send_desc = bufs.recv_desc;
-    if (!st.is_ok()) {
-      mrs->end_call();
-      return st;
-    }
+// A device copy of a host buffer, for calls that mix host and GPU buffers: kernels cannot
+// touch pageable host memory.
+class DeviceTemp {
+ public:
+  DeviceTemp(GpuRuntime* gpu, int device) : gpu_(gpu), device_(device) {}
+  ~DeviceTemp() {
+    if (ptr_) gpu_->free_device(device_, ptr_);
+  }
+  Status make(size_t bytes, const void* fill_from) {
+    EFACOLL_RETURN_IF_ERROR(gpu_->alloc_device(device_, bytes, &ptr_));
+    return fill_from && bytes ? gpu_->copy(ptr_, fill_from, bytes) : Status::ok();
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  GpuRuntime* gpu_;
+  int device_;
+  void* ptr_ = nullptr;
+};
+
+}  // namespace
+
+Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
+    : engine_(engine), rank_(rank), size_(size), id_(id) {}
+
+Comm::~Comm() {
+  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
+  if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
+  engine_->comm_ids_in_use_[id_] = false;
+}
+
+Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
+  const size_t have =
+      on_gpu ? (gpu_scratch_device_ == device ? gpu_scratch_bytes_ : 0) : scratch_.size();
+  if (have >= bytes) return Status::ok();
+  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
+  scratch_id_ = engine_->next_allocation_id_++;
+  if (!on_gpu) {
+    scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
+    return Status::ok();
+  }
+  if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
+  gpu_scratch_ = nullptr;
+  gpu_scratch_bytes_ = 0;
+  const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
+  EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
+  gpu_scratch_bytes_ = want;
+  gpu_scratch_device_ = device;
+  return Status::ok();
+}
+
+Status Comm::run(const CollArgs& args) {
+  RingPlan plan;
+  const size_t chunk =
+      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
+  EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &plan));
+  const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
+  Schedule schedule;
+  if (!gpu) {
+    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, &schedule));
+    return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
-  ExecContext ctx;
-  ctx.transport = t;
-  ctx.peers = &peers_;
-  ctx.rank = rank_;
-  ctx.comm_id = id_;
-  ctx.seq = seq_++;
-  ctx.dtype = args.dtype;
-  ctx.op = args.op;
-  ctx.timeout = engine_->config_.timeout;
-  ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
-             " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
-             std::to_string(size_) + ")";
-  EFACOLL_TRACE(kColl, "%s: ring, %zu ops, chunk %zu B", ctx.what.c_str(), schedule.ops.size(),
-                ring.chunk_bytes);
-  Status result = execute_schedule(schedule, ctx, bufs);
-  if (mrs) mrs->end_call();
-  return result;
+  GpuRuntime* rt = engine_->gpu_.get();
+  if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
+  GpuRuntime::DeviceGuard guard(rt, args.device);
+  // Host buffers in a GPU call are replaced by device copies (in and out).
+  CollArgs a = args;
+  DeviceTemp send_tmp(rt, args.device), recv_tmp(rt, args.device);
+  if (!args.inplace && !is_gpu(args.send_mem)) {
+    EFACOLL_RETURN_IF_ERROR(send_tmp.make(plan.send_bytes, args.sendbuf));
+    a.sendbuf = send_tmp.get();
+    a.send_mem = MemKind::kDevice;
+    a.send_buffer_id = 0;
+  }
+  const bool host_recv = !is_gpu(args.recv_mem);
+  if (host_recv) {
+    // In place, the input is in the receive buffer.
+    EFACOLL_RETURN_IF_ERROR(recv_tmp.make(plan.recv_bytes, args.inplace ? args.recvbuf : nullptr));
+    a.recvbuf = recv_tmp.get();
+    a.recv_mem = MemKind::kDevice;
+    a.recv_buffer_id = 0;
+  }
+  EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, &schedule));
+  Status st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
+  if (st.is_ok() && host_recv) {
+    size_t out_bytes = plan.recv_bytes;
+    if (args.kind == CollKind::kReduceScatter)
+      out_bytes = args.recvcounts[rank_] * dtype_size(args.dtype);
+    st = rt->copy(args.recvbuf, recv_tmp.get(), out_bytes);
+  }
+  return st;
 }
 
 }  // namespace efacoll

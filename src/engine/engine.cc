@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/tag.h"
 #include "transport/transport.h"
@@ -10,14 +11,23 @@
 namespace efacoll {
 
 Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
-    : transport_(std::move(transport)), config_(config) {
-  if (transport_->info().needs_local_mr || config_.force_mr_local) {
+    : Engine(std::move(transport), config, nullptr) {}
+
+Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
+               std::unique_ptr<GpuRuntime> gpu)
+    : transport_(std::move(transport)), config_(config), gpu_(std::move(gpu)) {
+  const TransportInfo& ti = transport_->info();
+  // FI_MR_HMEM: device memory is always registered, even for local use.
+  if (ti.needs_local_mr || config_.force_mr_local || (ti.hmem && gpu_)) {
     mr_cache_ = std::make_unique<MrCache>(transport_.get(), config_.mr_cache_entries);
   }
 }
 
-// The cache deregisters through the transport: it goes first.
-Engine::~Engine() { mr_cache_.reset(); }
+// Registrations go before the memory and the transport they belong to.
+Engine::~Engine() {
+  mr_cache_.reset();
+  if (stage_) gpu_->free_pinned(stage_);
+}
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }
 

@@ -7,7 +7,8 @@ MrCache::~MrCache() {
   for (auto& e : entries_) transport_->deregister_memory(&e.region);
 }
 
-Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, void** desc) {
+Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, MemKind kind, int device,
+                        void** desc) {
   *desc = nullptr;
   if (ptr == nullptr || bytes == 0) return Status::ok();
   const auto begin = reinterpret_cast<uintptr_t>(ptr);
@@ -22,7 +23,8 @@ Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, void**
     }
   }
   MemRegion region;
-  EFACOLL_RETURN_IF_ERROR(transport_->register_memory(const_cast<void*>(ptr), bytes, &region));
+  EFACOLL_RETURN_IF_ERROR(
+      transport_->register_memory(const_cast<void*>(ptr), bytes, kind, device, &region));
   ++registrations_;
   *desc = region.desc;
   if (identity == 0) {

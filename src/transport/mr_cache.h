@@ -21,7 +21,8 @@ class MrCache {
   MrCache& operator=(const MrCache&) = delete;
 
   // Descriptor for [ptr, ptr+bytes), valid until end_call() (identity 0) or eviction.
-  Status acquire(const void* ptr, size_t bytes, uint64_t identity, void** desc);
+  Status acquire(const void* ptr, size_t bytes, uint64_t identity, MemKind kind, int device,
+                 void** desc);
   // Releases the registrations made for this call only.
   void end_call();
   // Forget every cached registration of this allocation (it is being freed).

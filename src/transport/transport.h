@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "efacoll/status.h"
+#include "efacoll/types.h"
 
 namespace efacoll {
 
@@ -47,8 +48,10 @@ class Transport {
   virtual Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
                               std::vector<PeerAddr>* out) = 0;
 
-  // Registration is needed only where info().needs_local_mr; otherwise returns an empty region.
-  virtual Status register_memory(void* ptr, size_t bytes, MemRegion* out) = 0;
+  // Registration is needed where info().needs_local_mr, and for device memory with FI_HMEM.
+  // device: CUDA ordinal for device/managed memory.
+  virtual Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                                 MemRegion* out) = 0;
   virtual void deregister_memory(MemRegion* region) = 0;
 
   // kAgain: queue full; progress() and post again.

@@ -147,8 +147,8 @@ TEST_P(FabricPair, CanceledReceiveCompletesWithAnError) {
 TEST_P(FabricPair, RegisteredMemoryWithDescriptors) {
   std::vector<char> x(100000, 'a'), r(100000, 0);
   MemRegion mx, mr;
-  ASSERT_TRUE(a_->register_memory(x.data(), x.size(), &mx).is_ok());
-  ASSERT_TRUE(b_->register_memory(r.data(), r.size(), &mr).is_ok());
+  ASSERT_TRUE(a_->register_memory(x.data(), x.size(), MemKind::kHost, -1, &mx).is_ok());
+  ASSERT_TRUE(b_->register_memory(r.data(), r.size(), MemKind::kHost, -1, &mr).is_ok());
   Waiter s, w;
   ASSERT_TRUE(post([&] {
                 return b_->recv(a_at_b_, r.data(), r.size(), make_tag(0, 1, 0, 3), mr.desc, &w);

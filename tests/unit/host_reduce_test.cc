@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 
+#include "core/half.h"
 #include "reference.h"
 
 namespace efacoll {
@@ -68,6 +69,25 @@ TEST(HostReduce, ComplexProduct) {
   std::complex<double> a(1, 2), b(3, -1), d;
   ASSERT_TRUE(host_reduce(&d, &a, &b, 1, DType::kComplex128, ROp::kProd).is_ok());
   EXPECT_EQ(d, std::complex<double>(5, 5));
+}
+
+TEST(Half, KnownEncodings) {
+  // IEEE binary16 and bfloat16 bit patterns from their specifications.
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(1e6f), 0x7c00);           // overflow to inf
+  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half(1.0009765625f), 0x3c01);
+  EXPECT_EQ(float_to_half(1.00048828125f), 0x3c00);  // tie rounds to even
+  EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(half_to_float(0x0001), 5.9604645e-8f);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bf16(-3.0f), 0xc040);
+  EXPECT_EQ(bf16_to_float(0x4049), 3.140625f);
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    ASSERT_EQ(float_to_half(half_to_float(static_cast<uint16_t>(h))), h) << "round trip of " << h;
+  }
 }
 
 TEST(HostReduce, RejectsPairsTheStandardForbids) {

@@ -15,7 +15,7 @@ class CountingTransport : public Transport {
   Status insert_peers(const std::vector<std::vector<uint8_t>>&, std::vector<PeerAddr>*) override {
     return Status::ok();
   }
-  Status register_memory(void* ptr, size_t, MemRegion* out) override {
+  Status register_memory(void* ptr, size_t, MemKind, int, MemRegion* out) override {
     out->desc = reinterpret_cast<void*>(++next_);
     out->handle = out->desc;
     live.insert(out->handle);
@@ -43,12 +43,13 @@ class CountingTransport : public Transport {
 
 TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
   CountingTransport t;
-  char buf[4096];
+  char buf[4096] = {};
   {
     MrCache cache(&t, 4);
     void *d1, *d2;
-    ASSERT_TRUE(cache.acquire(buf, sizeof(buf), 7, &d1).is_ok());
-    ASSERT_TRUE(cache.acquire(buf + 100, 200, 7, &d2).is_ok());  // inside the first
+    ASSERT_TRUE(cache.acquire(buf, sizeof(buf), 7, MemKind::kHost, -1, &d1).is_ok());
+    ASSERT_TRUE(
+        cache.acquire(buf + 100, 200, 7, MemKind::kHost, -1, &d2).is_ok());  // inside the first
     EXPECT_EQ(d1, d2);
     EXPECT_EQ(cache.registrations(), 1u);
     cache.end_call();
@@ -60,11 +61,11 @@ TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
 TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
   CountingTransport t;
   MrCache cache(&t, 4);
-  char buf[64];
+  char buf[64] = {};
   void *d1, *d2;
-  ASSERT_TRUE(cache.acquire(buf, 64, 1, &d1).is_ok());
+  ASSERT_TRUE(cache.acquire(buf, 64, 1, MemKind::kHost, -1, &d1).is_ok());
   cache.forget(1);  // freed
-  ASSERT_TRUE(cache.acquire(buf, 64, 2, &d2).is_ok());
+  ASSERT_TRUE(cache.acquire(buf, 64, 2, MemKind::kHost, -1, &d2).is_ok());
   EXPECT_NE(d1, d2);
   EXPECT_EQ(t.live.size(), 1u);
 }
@@ -72,10 +73,10 @@ TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
 TEST(MrCache, UnidentifiedMemoryLivesForOneCall) {
   CountingTransport t;
   MrCache cache(&t, 4);
-  char buf[64];
+  char buf[64] = {};
   void* d;
-  ASSERT_TRUE(cache.acquire(buf, 64, 0, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(buf, 64, 0, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), 2u);
   EXPECT_EQ(cache.cached(), 0u);
   cache.end_call();
@@ -85,18 +86,18 @@ TEST(MrCache, UnidentifiedMemoryLivesForOneCall) {
 TEST(MrCache, EvictsLeastRecentlyUsedBeyondCapacity) {
   CountingTransport t;
   MrCache cache(&t, 2);
-  char a[8], b[8], c[8];
+  char a[8] = {}, b[8] = {}, c[8] = {};
   void* d;
-  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(b, 8, 2, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());  // a is now the most recent
-  ASSERT_TRUE(cache.acquire(c, 8, 3, &d).is_ok());  // evicts b
+  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(b, 8, 2, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());  // a is now the most recent
+  ASSERT_TRUE(cache.acquire(c, 8, 3, MemKind::kHost, -1, &d).is_ok());  // evicts b
   EXPECT_EQ(cache.cached(), 2u);
   EXPECT_EQ(t.live.size(), 2u);
   uint64_t before = cache.registrations();
-  ASSERT_TRUE(cache.acquire(a, 8, 1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), before);
-  ASSERT_TRUE(cache.acquire(b, 8, 2, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(b, 8, 2, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), before + 1);
 }
 
@@ -104,7 +105,7 @@ TEST(MrCache, EmptyRangesNeedNoRegistration) {
   CountingTransport t;
   MrCache cache(&t, 2);
   void* d = reinterpret_cast<void*>(1);
-  ASSERT_TRUE(cache.acquire(nullptr, 0, 1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(nullptr, 0, 1, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(d, nullptr);
   EXPECT_EQ(cache.registrations(), 0u);
 }

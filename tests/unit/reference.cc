@@ -4,6 +4,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/half.h"
+
 namespace efacoll {
 namespace testing {
 namespace {
@@ -176,9 +178,38 @@ bool equal_as(const uint8_t* a, const uint8_t* b, size_t bytes) {
   return true;
 }
 
+// 16-bit floats: small integers are exact in both, so fold in float and convert once.
+uint16_t to_16bit(DType type, float f) {
+  return type == DType::kFloat16 ? float_to_half(f) : float_to_bf16(f);
+}
+
+Bytes fill_16bit(DType type, ROp op, int rank, size_t count, size_t first) {
+  Bytes out(count * 2);
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t v = to_16bit(type, static_cast<float>(raw_value(op, rank, first + i)));
+    std::memcpy(&out[i * 2], &v, 2);
+  }
+  return out;
+}
+
+Bytes fold_16bit(DType type, ROp op, int nranks, size_t count) {
+  Bytes out(count * 2);
+  for (size_t i = 0; i < count; ++i) {
+    float acc = static_cast<float>(raw_value(op, 0, i));
+    for (int r = 1; r < nranks; ++r)
+      acc = combine(acc, static_cast<float>(raw_value(op, r, i)), op);
+    uint16_t v = to_16bit(type, acc);
+    std::memcpy(&out[i * 2], &v, 2);
+  }
+  return out;
+}
+
 }  // namespace
 
 Bytes make_input(DType type, ROp op, int rank, size_t count, size_t first_index) {
+  if (type == DType::kFloat16 || type == DType::kBFloat16) {
+    return fill_16bit(type, op, rank, count, first_index);
+  }
   return dispatch(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (IsComplex<T>::value)
@@ -189,6 +220,8 @@ Bytes make_input(DType type, ROp op, int rank, size_t count, size_t first_index)
 }
 
 Bytes expected_reduction(DType type, ROp op, int nranks, size_t count) {
+  if (type == DType::kFloat16 || type == DType::kBFloat16)
+    return fold_16bit(type, op, nranks, count);
   return dispatch(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (IsComplex<T>::value)
@@ -206,7 +239,7 @@ std::vector<std::pair<DType, ROp>> allowed_pairs() {
   std::vector<std::pair<DType, ROp>> pairs;
   for (DType t : integers)
     for (ROp op : all_ops) pairs.emplace_back(t, op);
-  for (DType t : {DType::kFloat32, DType::kFloat64})
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16})
     for (ROp op : {ROp::kSum, ROp::kProd, ROp::kMin, ROp::kMax}) pairs.emplace_back(t, op);
   for (ROp op : {ROp::kLand, ROp::kLor, ROp::kLxor}) pairs.emplace_back(DType::kBool, op);
   for (DType t : {DType::kComplex64, DType::kComplex128})

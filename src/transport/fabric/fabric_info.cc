@@ -8,6 +8,8 @@
 
 namespace efacoll {
 
+Status find_provider_with(const std::string& provider, bool hmem, FiInfoPtr* out);
+
 uint32_t fabric_api_version() {
   return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
 }
@@ -17,7 +19,7 @@ std::string fabric_library_version() {
   return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
 }
 
-FiInfoPtr make_hints(const std::string& provider) {
+FiInfoPtr make_hints(const std::string& provider, bool hmem) {
   FiInfoPtr hints(fi_allocinfo());
   if (!hints) return hints;
   hints->ep_attr->type = FI_EP_RDM;
@@ -26,6 +28,10 @@ FiInfoPtr make_hints(const std::string& provider) {
   hints->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->threading = FI_THREAD_SAFE;
+  if (hmem) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+  }
   // No ordering asked: EFA promises none, and tags keep every message apart.
   if (!provider.empty()) {
     hints->fabric_attr->prov_name = strdup(provider.c_str());
@@ -35,8 +41,13 @@ FiInfoPtr make_hints(const std::string& provider) {
   return hints;
 }
 
-Status find_provider(const std::string& provider, FiInfoPtr* out) {
-  FiInfoPtr hints = make_hints(provider);
+Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem) {
+  if (try_hmem && find_provider_with(provider, true, out).is_ok()) return Status::ok();
+  return find_provider_with(provider, false, out);
+}
+
+Status find_provider_with(const std::string& provider, bool hmem, FiInfoPtr* out) {
+  FiInfoPtr hints = make_hints(provider, hmem);
   if (!hints) return Status(Code::kNoMemory, "fi_allocinfo failed");
   fi_info* list = nullptr;
   int rc = fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list);

@@ -20,11 +20,13 @@ using FiInfoPtr = std::unique_ptr<fi_info, FiInfoDeleter>;
 uint32_t fabric_api_version();
 std::string fabric_library_version();
 
-// Hints: RDM, tagged + msg, FI_CONTEXT|FI_CONTEXT2, every mr_mode bit EFA may ask for.
-FiInfoPtr make_hints(const std::string& provider);
+// Hints: RDM, tagged + msg, FI_CONTEXT|FI_CONTEXT2, every mr_mode bit EFA may ask for;
+// with hmem, FI_HMEM and FI_MR_HMEM too.
+FiInfoPtr make_hints(const std::string& provider, bool hmem = false);
 
 // First matching info for the provider ("efa", "tcp", "shm", "udp", ...), or kUnsupported.
-Status find_provider(const std::string& provider, FiInfoPtr* out);
+// With try_hmem, an info with FI_HMEM is preferred and the plain one taken when there is none.
+Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem = false);
 
 // Distinct names of every RDM tagged provider libfabric offers here.
 std::vector<std::string> offered_providers();

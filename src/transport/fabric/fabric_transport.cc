@@ -63,7 +63,8 @@ class FabricTransport : public Transport {
   std::vector<uint8_t> local_address() const override { return address_; }
   Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
                       std::vector<PeerAddr>* out) override;
-  Status register_memory(void* ptr, size_t bytes, MemRegion* out) override;
+  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                         MemRegion* out) override;
   void deregister_memory(MemRegion* region) override;
   Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
               Completion* completion) override;
@@ -157,13 +158,26 @@ Status FabricTransport::insert_peers(const std::vector<std::vector<uint8_t>>& ad
   return Status::ok();
 }
 
-Status FabricTransport::register_memory(void* ptr, size_t bytes, MemRegion* out) {
+Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                                        MemRegion* out) {
   *out = MemRegion();
-  fid_mr* mr = nullptr;
+  const bool gpu = is_gpu(kind);
+  if (gpu && !info_.hmem) {
+    return Status(Code::kUnsupported,
+                  "provider " + info_.provider + " cannot register GPU memory (no FI_HMEM)");
+  }
+  iovec iov = {ptr, bytes};
+  fi_mr_attr attr = {};
+  attr.mr_iov = &iov;
+  attr.iov_count = 1;
+  attr.access = FI_SEND | FI_RECV;
   // Providers that choose keys ignore ours; the others (tcp, shm) want each key unique.
-  uint64_t key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
-  int rc = fi_mr_reg(domain_.get(), ptr, bytes, FI_SEND | FI_RECV, 0, key, 0, &mr, nullptr);
-  if (rc) return fabric_error("fi_mr_reg", rc);
+  attr.requested_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
+  attr.iface = gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
+  if (gpu) attr.device.cuda = device;
+  fid_mr* mr = nullptr;
+  int rc = fi_mr_regattr(domain_.get(), &attr, 0, &mr);
+  if (rc) return fabric_error(gpu ? "fi_mr_regattr(FI_HMEM_CUDA)" : "fi_mr_regattr", rc);
   if (mr_mode_ & FI_MR_ENDPOINT) {
     rc = fi_mr_bind(mr, &ep_.get()->fid, 0);
     if (rc == 0) rc = fi_mr_enable(mr);

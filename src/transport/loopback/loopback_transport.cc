@@ -79,7 +79,7 @@ class LoopbackTransport : public Transport {
     return Status::ok();
   }
 
-  Status register_memory(void*, size_t, MemRegion* out) override {
+  Status register_memory(void*, size_t, MemKind, int, MemRegion* out) override {
     *out = MemRegion();
     return Status::ok();
   }

@@ -1,0 +1,104 @@
+// Running one built schedule: local work on the host or the GPU's streams, GPU data staged
+// through pinned host slots where the provider has no FI_HMEM, registrations where asked.
+#include <algorithm>
+
+#include "common/log.h"
+#include "core/executor.h"
+#include "core/staging.h"
+#include "efacoll/engine.h"
+#include "gpu/gpu_runtime.h"
+#include "transport/mr_cache.h"
+#include "transport/transport.h"
+
+namespace efacoll {
+
+Status Engine::ensure_stage(size_t bytes) {
+  if (stage_bytes_ >= bytes) return Status::ok();
+  if (mr_cache_) mr_cache_->forget(stage_id_);
+  if (stage_) gpu_->free_pinned(stage_);
+  stage_ = nullptr;
+  stage_bytes_ = 0;
+  EFACOLL_RETURN_IF_ERROR(gpu_->alloc_pinned(bytes, &stage_));
+  stage_bytes_ = bytes;
+  stage_id_ = next_allocation_id_++;
+  return Status::ok();
+}
+
+Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
+                          size_t recv_bytes, size_t chunk_bytes) {
+  const bool gpu = is_gpu(args.recv_mem);
+  const int device = args.device;
+  Transport* t = engine_->transport_.get();
+  HostLocalOps host_ops;
+  LocalOps* local = &host_ops;
+  if (gpu) EFACOLL_RETURN_IF_ERROR(engine_->gpu_->local_ops(device, &local));
+  EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes, gpu, device));
+
+  ExecBuffers bufs;
+  bufs.send = args.inplace ? args.recvbuf : args.sendbuf;
+  bufs.recv = args.recvbuf;
+  bufs.scratch = gpu ? gpu_scratch_ : scratch_.data();
+  bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = gpu;
+  const bool staged = gpu && !t->info().hmem;
+  if (staged) {
+    StagePlan plan;
+    plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
+    plan.send_slots = plan.recv_slots = std::max(1, engine_->config_.stage_slots);
+    schedule = stage_network_ops(schedule, GpuBuffers{true, true, true}, plan);
+    EFACOLL_RETURN_IF_ERROR(engine_->ensure_stage(plan.total_bytes()));
+    bufs.stage = engine_->stage_;
+  }
+
+  // Register what the network touches: the stage when staged, otherwise the buffers themselves.
+  MrCache* mrs = engine_->mr_cache_.get();
+  if (mrs) {
+    const MemKind kind = gpu ? MemKind::kDevice : MemKind::kHost;
+    Status st;
+    if (staged) {
+      st = mrs->acquire(bufs.stage, engine_->stage_bytes_, engine_->stage_id_, MemKind::kPinnedHost,
+                        -1, &bufs.stage_desc);
+    } else {
+      // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
+      // cannot be identified across calls (identity 0): registered for this call only.
+      const size_t scratch_size = gpu ? gpu_scratch_bytes_ : scratch_.size();
+      st = mrs->acquire(bufs.scratch, scratch_size, scratch_id_, kind, device, &bufs.scratch_desc);
+      if (st.is_ok())
+        st = mrs->acquire(bufs.recv, recv_bytes, gpu ? args.recv_buffer_id : 0, kind, device,
+                          &bufs.recv_desc);
+      if (st.is_ok() && !args.inplace) {
+        st = mrs->acquire(bufs.send, send_bytes, gpu ? args.send_buffer_id : 0, kind, device,
+                          &bufs.send_desc);
+      }
+      if (args.inplace) bufs.send_desc = bufs.recv_desc;
+    }
+    if (!st.is_ok()) {
+      mrs->end_call();
+      return st;
+    }
+  }
+
+  ExecContext ctx;
+  ctx.transport = t;
+  ctx.local = local;
+  ctx.peers = &peers_;
+  ctx.rank = rank_;
+  ctx.comm_id = id_;
+  ctx.seq = seq_++;
+  ctx.dtype = args.dtype;
+  ctx.op = args.op;
+  ctx.timeout = engine_->config_.timeout;
+  ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
+             " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
+             std::to_string(size_) + ")";
+  EFACOLL_TRACE(kColl, "%s: ring, %s%s, %zu ops, chunk %zu B", ctx.what.c_str(),
+                gpu ? "GPU " : "host ", staged ? "staged" : "direct", schedule.ops.size(),
+                chunk_bytes);
+  Status result = execute_schedule(schedule, ctx, bufs);
+  // The result must be visible to any later work on any stream before we return.
+  Status done = local->finish();
+  if (result.is_ok()) result = done;
+  if (mrs) mrs->end_call();
+  return result;
+}
+
+}  // namespace efacoll

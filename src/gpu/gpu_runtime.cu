@@ -1,0 +1,179 @@
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "gpu/gpu_reduce.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/memory_kind.h"
+
+namespace efacoll {
+namespace {
+
+Status cuda_error(const char* call, cudaError_t err) {
+  return Status(Code::kCuda, std::string(call) + ": " + cudaGetErrorName(err) + " (" +
+                                 cudaGetErrorString(err) + ")");
+}
+
+#define EFACOLL_CUDA(call)                                 \
+  do {                                                     \
+    cudaError_t err_ = (call);                             \
+    if (err_ != cudaSuccess) return cuda_error(#call, err_); \
+  } while (0)
+
+// One device's streams: copies to the host, copies to the device and kernels each have their
+// own, so that the pipeline's directions overlap. The executor orders dependent operations.
+class GpuLocalOps : public LocalOps {
+ public:
+  Status init() {
+    for (cudaStream_t* s : {&to_host_, &to_device_, &compute_}) {
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    }
+    return Status::ok();
+  }
+  ~GpuLocalOps() override {
+    for (cudaStream_t s : {to_host_, to_device_, compute_}) if (s) cudaStreamDestroy(s);
+    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+  }
+
+  Status reduce(void* dst, const void* a, const void* b, size_t count, DType type, ROp op,
+                Completion* completion) override {
+    EFACOLL_RETURN_IF_ERROR(gpu_reduce(dst, a, b, count, type, op, compute_));
+    return track(compute_, completion, count * dtype_size(type));
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes, CopyKind kind,
+              Completion* completion) override {
+    if (kind == CopyKind::kHostToHost) {
+      std::memmove(dst, src, bytes);
+      completion->fn(completion, Status::ok(), bytes);
+      return Status::ok();
+    }
+    cudaStream_t s = kind == CopyKind::kDeviceToHost ? to_host_
+                     : kind == CopyKind::kHostToDevice ? to_device_ : compute_;
+    EFACOLL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+    return track(s, completion, bytes);
+  }
+
+  Status progress(int* completed) override {
+    *completed = 0;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      cudaError_t err = cudaEventQuery(it->event);
+      if (err == cudaErrorNotReady) {
+        ++it;
+        continue;
+      }
+      Pending p = *it;
+      it = pending_.erase(it);
+      free_events_.push_back(p.event);
+      ++*completed;
+      p.completion->fn(p.completion, err == cudaSuccess ? Status::ok() : cuda_error("GPU operation", err),
+                       p.bytes);
+    }
+    return Status::ok();
+  }
+
+  Status finish() override {
+    for (cudaStream_t s : {to_host_, to_device_, compute_}) EFACOLL_CUDA(cudaStreamSynchronize(s));
+    return Status::ok();
+  }
+
+ private:
+  struct Pending {
+    cudaEvent_t event;
+    Completion* completion;
+    size_t bytes;
+  };
+
+  Status track(cudaStream_t s, Completion* completion, size_t bytes) {
+    cudaEvent_t e;
+    if (free_events_.empty()) {
+      EFACOLL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    } else {
+      e = free_events_.back();
+      free_events_.pop_back();
+    }
+    cudaError_t err = cudaEventRecord(e, s);
+    if (err != cudaSuccess) {
+      free_events_.push_back(e);
+      return cuda_error("cudaEventRecord", err);
+    }
+    pending_.push_back({e, completion, bytes});
+    return Status::ok();
+  }
+
+  cudaStream_t to_host_ = nullptr, to_device_ = nullptr, compute_ = nullptr;
+  std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> free_events_;
+};
+
+class CudaRuntime : public GpuRuntime {
+ public:
+  ~CudaRuntime() override {
+    for (auto& kv : ops_) {
+      int previous = set_device(kv.first);
+      kv.second.reset();
+      set_device(previous);
+    }
+  }
+
+  Status local_ops(int device, LocalOps** out) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& slot = ops_[device];
+    if (!slot) {
+      auto ops = std::make_unique<GpuLocalOps>();
+      EFACOLL_RETURN_IF_ERROR(ops->init());
+      slot = std::move(ops);
+    }
+    *out = slot.get();
+    return Status::ok();
+  }
+
+  Status alloc_device(int device, size_t bytes, void** out) override {
+    EFACOLL_CUDA(cudaMalloc(out, bytes ? bytes : 1));
+    return Status::ok();
+  }
+  void free_device(int, void* ptr) override { cudaFree(ptr); }
+
+  Status alloc_pinned(size_t bytes, void** out) override {
+    // Portable: usable from every device's streams.
+    EFACOLL_CUDA(cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable));
+    return Status::ok();
+  }
+  void free_pinned(void* ptr) override { cudaFreeHost(ptr); }
+
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    EFACOLL_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    return Status::ok();
+  }
+
+  int set_device(int device) override {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    if (device >= 0 && device != previous) cudaSetDevice(device);
+    return previous;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::unique_ptr<GpuLocalOps>> ops_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuRuntime> make_gpu_runtime(std::string* why_not) {
+  // Ask the driver first: the runtime would create a context just to find no device.
+  if (!cuda_driver_available(why_not)) return nullptr;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    if (why_not) *why_not = std::string("no usable GPU: ") + cudaGetErrorString(err);
+    return nullptr;
+  }
+  return std::make_unique<CudaRuntime>();
+}
+
+}  // namespace efacoll
