@@ -60,8 +60,9 @@ void comm_cache_release_all();
 
 // --- errors (shim_errors.cc) ---
 void errors_init();
-// Raises through the communicator's error handler; returns the MPI error code.
-int raise_error(MPI_Comm comm, const Status& status);
+// Raises through the communicator's error handler; returns the MPI error code. Logs the
+// message at WARN unless the caller already said it.
+int raise_error(MPI_Comm comm, const Status& status, bool log = true);
 
 // --- statistics (shim_stats.cc) ---
 void stats_engine_call(CollKind kind, size_t bytes, std::chrono::nanoseconds time);

@@ -35,7 +35,7 @@ void errors_init() {
   c.no_mem = add_code(MPI_ERR_NO_MEM);
 }
 
-int raise_error(MPI_Comm comm, const Status& status) {
+int raise_error(MPI_Comm comm, const Status& status, bool log) {
   ErrorCodes& c = codes();
   int code = c.other;
   switch (status.code()) {
@@ -52,7 +52,7 @@ int raise_error(MPI_Comm comm, const Status& status) {
       break;
   }
   std::string text = "efacoll: " + status.to_string();
-  EFACOLL_WARN(kColl, "%s", text.c_str());
+  if (log) EFACOLL_WARN(kColl, "%s", text.c_str());
   // MPI refuses longer strings (with an error of its own); the full text is in the log line.
   if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
   // Only codes we added may carry our text; predefined ones keep MPI's.

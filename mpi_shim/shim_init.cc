@@ -58,7 +58,17 @@ Status open_transport(const Params& p, bool have_gpu, std::unique_ptr<Transport>
   if (!decision.warning.empty() && state().world_rank == 0) {
     EFACOLL_WARN(kInit, "%s", decision.warning.c_str());
   }
-  return open_fabric_transport(info.get(), out);
+  FabricOptions options;
+  const std::string protocol = p.text(Param::kProtocol);
+  if (protocol == "send")
+    options.protocol = Protocol::kSendRecv;
+  else if (protocol == "rdma")
+    options.protocol = Protocol::kRdma;
+  else if (protocol != "auto")
+    return Status(Code::kInvalid, "EFACOLL_PROTOCOL must be auto, send or rdma");
+  options.rdma_threshold =
+      static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
+  return open_fabric_transport(info.get(), options, out);
 }
 
 EngineConfig engine_config(const Params& p) {
@@ -69,6 +79,8 @@ EngineConfig engine_config(const Params& p) {
   config.mr_cache_entries =
       static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kMrCacheEntries)));
   config.stage_slots = static_cast<int>(std::max<int64_t>(1, p.integer(Param::kStageSlots)));
+  config.idle_progress =
+      std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
   return config;
 }
 
@@ -82,9 +94,9 @@ void log_what_is_used(const Params& p, const std::string& gpu_note) {
   const bool gpu = state().engine->gpu() != nullptr;
   EFACOLL_INFO(kInit,
                "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
-               "GPU path %s, MR local %s, inject %zu B, host buffers %s, MPI %s%s",
+               "protocol %s, GPU path %s, MR local %s, inject %zu B, host buffers %s, MPI %s%s",
                "0.1.0", ti.provider.c_str(), ti.fabric.c_str(), ti.domain.c_str(),
-               ti.version.c_str(), ti.hmem ? "yes" : "no",
+               ti.version.c_str(), ti.hmem ? "yes" : "no", ti.rdma ? "RDMA write + send" : "send",
                !gpu ? gpu_note.c_str()
                     : (ti.hmem ? "direct (GPUDirect RDMA)" : "staged through pinned host memory"),
                ti.needs_local_mr ? "yes" : (config_force_mr_local() ? "forced" : "no"),
@@ -113,8 +125,11 @@ int open_engine() {
     if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
   }
   if (!st.is_ok()) {
+    // Every rank fails alike: one line, from rank 0, printed before any rank's (by default
+    // fatal) error handler can end the job.
     if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
-    return raise_error(MPI_COMM_WORLD, st);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    return raise_error(MPI_COMM_WORLD, st, false);
   }
   s.engine = std::make_unique<Engine>(std::move(transport), engine_config(p), std::move(gpu));
   log_what_is_used(p, gpu_note);

@@ -1,10 +1,13 @@
 // The engine's public C++ API: an Engine owns a transport; a Comm is a set of ranks that run
 // collectives together. Nothing here knows MPI.
 #pragma once
+#include <atomic>
 #include <bitset>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "efacoll/bootstrap.h"
@@ -46,6 +49,9 @@ struct EngineConfig {
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;
   int stage_slots = 8;  // per direction, for GPU data through a provider without FI_HMEM
+  // Between collectives, progress the provider this often (0: never). Manual-progress providers
+  // (udp, EFA before libfabric 2.1) need it: a peer may still wait for our acknowledgements.
+  std::chrono::microseconds idle_progress{500};
 };
 
 class Comm;
@@ -69,6 +75,7 @@ class Engine {
  private:
   friend class Comm;
   Status ensure_stage(size_t bytes);
+  void idle_progress_loop();
 
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
@@ -79,6 +86,9 @@ class Engine {
   std::unique_ptr<MrCache> mr_cache_;  // null: the provider wants no registrations
   std::bitset<4096> comm_ids_in_use_;
   uint64_t next_allocation_id_ = 1;  // identities of the engine's own buffers in mr_cache_
+  std::mutex busy_;  // held by a running collective; the idle progress thread only try_locks it
+  std::atomic<bool> stopping_{false};
+  std::thread idle_progress_;
 };
 
 class Comm {

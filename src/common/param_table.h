@@ -36,6 +36,15 @@
   X(kStageSlots, "EFACOLL_STAGE_SLOTS", kInteger, "8",                                           \
     "Pinned host slots per direction (each one chunk) for GPU data through a provider "          \
     "without FI_HMEM.")                                                                           \
+  X(kIdleProgressUs, "EFACOLL_IDLE_PROGRESS_US", kInteger, "500",                                 \
+    "Between collectives a thread progresses the provider this often (microseconds; 0: off): "  \
+    "manual-progress providers (udp, EFA on libfabric < 2.1) need it for peers still finishing.") \
+  X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                \
+    "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "  \
+    ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")      \
+  X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
+    "With the one-sided protocol, messages of at least this size are written; smaller ones "     \
+    "are sent.")                                                                                  \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

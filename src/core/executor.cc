@@ -54,7 +54,7 @@ class Executor {
   std::string timeout_message() const;
 
   uint8_t* resolve(const BufRef& ref) const;
-  void* desc_of(BufId id) const;
+  const MemRegion* region_of(BufId id) const;
 
   const Schedule& s_;
   const ExecContext& ctx_;
@@ -82,16 +82,16 @@ uint8_t* Executor::resolve(const BufRef& ref) const {
   return nullptr;
 }
 
-void* Executor::desc_of(BufId id) const {
+const MemRegion* Executor::region_of(BufId id) const {
   switch (id) {
     case BufId::kSend:
-      return bufs_.send_desc;
+      return bufs_.send_mr;
     case BufId::kRecv:
-      return bufs_.recv_desc;
+      return bufs_.recv_mr;
     case BufId::kScratch:
-      return bufs_.scratch_desc;
+      return bufs_.scratch_mr;
     case BufId::kStage:
-      return bufs_.stage_desc;
+      return bufs_.stage_mr;
   }
   return nullptr;
 }
@@ -151,9 +151,9 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
       const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
       uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id);
       return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
-                                                             desc_of(op.src.buf), slot)
+                                                             region_of(op.src.buf), slot)
                                       : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
-                                                             desc_of(op.dst.buf), slot);
+                                                             region_of(op.dst.buf), slot);
     }
     case OpKind::kReduce:
       return ctx_.local->reduce(resolve(op.dst), resolve(op.src), resolve(op.src2),
@@ -216,7 +216,10 @@ Status Executor::fail_with_cleanup(Status error) {
     if (n + m == 0) backoff.idle();
   }
   if (in_flight_ > 0) {
-    // The provider still holds our slots: keep them alive rather than let it write freed memory.
+    // The provider still holds our slots: keep them alive rather than let it write freed memory,
+    // and let their late completions go nowhere (this executor is about to be gone).
+    for (size_t i = 0; i < s_.ops.size(); ++i)
+      slots_[i].fn = [](Completion*, const Status&, size_t) {};
     EFACOLL_WARN(kNet, "%s: %zu operations could not be canceled", ctx_.what.c_str(), in_flight_);
     slots_.release();
   }

@@ -18,10 +18,11 @@ struct ExecBuffers {
   void* recv = nullptr;
   void* scratch = nullptr;
   void* stage = nullptr;  // host bounce slots (staged GPU data)
-  void* send_desc = nullptr;
-  void* recv_desc = nullptr;
-  void* scratch_desc = nullptr;
-  void* stage_desc = nullptr;
+  // Registrations, where the transport needs them.
+  const MemRegion* send_mr = nullptr;
+  const MemRegion* recv_mr = nullptr;
+  const MemRegion* scratch_mr = nullptr;
+  const MemRegion* stage_mr = nullptr;
   // Which buffers are GPU memory (the stage never is).
   bool send_on_gpu = false, recv_on_gpu = false, scratch_on_gpu = false;
 };

@@ -118,6 +118,7 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 }
 
 Status Comm::run(const CollArgs& args) {
+  std::lock_guard<std::mutex> busy(engine_->busy_);
   RingPlan plan;
   const size_t chunk =
       std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);

@@ -56,20 +56,20 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     Status st;
     if (staged) {
       st = mrs->acquire(bufs.stage, engine_->stage_bytes_, engine_->stage_id_, MemKind::kPinnedHost,
-                        -1, &bufs.stage_desc);
+                        -1, &bufs.stage_mr);
     } else {
       // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
       // cannot be identified across calls (identity 0): registered for this call only.
       const size_t scratch_size = gpu ? gpu_scratch_bytes_ : scratch_.size();
-      st = mrs->acquire(bufs.scratch, scratch_size, scratch_id_, kind, device, &bufs.scratch_desc);
+      st = mrs->acquire(bufs.scratch, scratch_size, scratch_id_, kind, device, &bufs.scratch_mr);
       if (st.is_ok())
         st = mrs->acquire(bufs.recv, recv_bytes, gpu ? args.recv_buffer_id : 0, kind, device,
-                          &bufs.recv_desc);
+                          &bufs.recv_mr);
       if (st.is_ok() && !args.inplace) {
         st = mrs->acquire(bufs.send, send_bytes, gpu ? args.send_buffer_id : 0, kind, device,
-                          &bufs.send_desc);
+                          &bufs.send_mr);
       }
-      if (args.inplace) bufs.send_desc = bufs.recv_desc;
+      if (args.inplace) bufs.send_mr = bufs.recv_mr;
     }
     if (!st.is_ok()) {
       mrs->end_call();

@@ -18,13 +18,27 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     : transport_(std::move(transport)), config_(config), gpu_(std::move(gpu)) {
   const TransportInfo& ti = transport_->info();
   // FI_MR_HMEM: device memory is always registered, even for local use.
-  if (ti.needs_local_mr || config_.force_mr_local || (ti.hmem && gpu_)) {
+  if (ti.needs_registration() || config_.force_mr_local || (ti.hmem && gpu_)) {
     mr_cache_ = std::make_unique<MrCache>(transport_.get(), config_.mr_cache_entries);
+  }
+  if (config_.idle_progress.count() > 0)
+    idle_progress_ = std::thread([this] { idle_progress_loop(); });
+}
+
+void Engine::idle_progress_loop() {
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(config_.idle_progress);
+    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // a collective is progressing it
+    int completed = 0;
+    transport_->progress(&completed);
   }
 }
 
-// Registrations go before the memory and the transport they belong to.
+// The progress thread stops first; registrations go before the memory and the transport.
 Engine::~Engine() {
+  stopping_ = true;
+  if (idle_progress_.joinable()) idle_progress_.join();
   mr_cache_.reset();
   if (stage_) gpu_->free_pinned(stage_);
 }

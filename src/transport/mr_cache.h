@@ -20,9 +20,10 @@ class MrCache {
   MrCache(const MrCache&) = delete;
   MrCache& operator=(const MrCache&) = delete;
 
-  // Descriptor for [ptr, ptr+bytes), valid until end_call() (identity 0) or eviction.
+  // A registration covering [ptr, ptr+bytes), valid until end_call() (identity 0) or eviction;
+  // nullptr for an empty range.
   Status acquire(const void* ptr, size_t bytes, uint64_t identity, MemKind kind, int device,
-                 void** desc);
+                 const MemRegion** region);
   // Releases the registrations made for this call only.
   void end_call();
   // Forget every cached registration of this allocation (it is being freed).
@@ -39,8 +40,8 @@ class MrCache {
   };
   Transport* transport_;
   size_t capacity_;
-  std::list<Entry> entries_;  // most recently used first
-  std::vector<MemRegion> call_regions_;
+  std::list<Entry> entries_;           // most recently used first
+  std::list<MemRegion> call_regions_;  // a list: regions handed out keep their addresses
   uint64_t registrations_ = 0;
 };
 

@@ -25,6 +25,8 @@ struct Completion {
 struct MemRegion {
   void* desc = nullptr;
   void* handle = nullptr;
+  uintptr_t base = 0;  // what was registered: [base, base + bytes)
+  size_t bytes = 0;
 };
 
 struct TransportInfo {
@@ -36,6 +38,11 @@ struct TransportInfo {
   bool needs_local_mr = false;
   size_t inject_size = 0;
   size_t max_msg_size = SIZE_MAX;
+  // One-sided protocol: messages of at least rdma_threshold bytes are written into the
+  // receiver's registered buffer (every buffer then needs a registration).
+  bool rdma = false;
+  size_t rdma_threshold = SIZE_MAX;
+  bool needs_registration() const { return needs_local_mr || rdma; }
 };
 
 class Transport {
@@ -55,9 +62,10 @@ class Transport {
   virtual void deregister_memory(MemRegion* region) = 0;
 
   // kAgain: queue full; progress() and post again.
-  virtual Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
-                      Completion* completion) = 0;
-  virtual Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, void* desc,
+  // region: the registration covering buf, or nullptr where none is needed.
+  virtual Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                      const MemRegion* region, Completion* completion) = 0;
+  virtual Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
                       Completion* completion) = 0;
 
   // Runs the callbacks of finished operations; *completed counts them.

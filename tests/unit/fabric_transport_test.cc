@@ -32,16 +32,26 @@ struct Waiter : Completion {
   }
 };
 
-class FabricPair : public ::testing::TestWithParam<std::string> {
+// (provider, one-sided protocol for messages of 1 KiB and more)
+class FabricPair : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
+  const std::string& provider() const { return std::get<0>(GetParam()); }
+  bool rdma() const { return std::get<1>(GetParam()); }
+
   void SetUp() override {
-    if (!provider_available(GetParam()))
-      GTEST_SKIP() << "libfabric provider " << GetParam() << " not available here";
+    if (!provider_available(provider())) {
+      GTEST_SKIP() << "libfabric provider " << provider() << " not available here";
+    }
+    FabricOptions options;
+    options.protocol = rdma() ? Protocol::kRdma : Protocol::kSendRecv;
+    options.rdma_threshold = 1024;
     for (auto* t : {&a_, &b_}) {
       FiInfoPtr info;
-      ASSERT_TRUE(find_provider(GetParam(), &info).is_ok());
-      ASSERT_TRUE(open_fabric_transport(info.get(), t).is_ok());
+      ASSERT_TRUE(find_provider(provider(), &info).is_ok());
+      Status st = open_fabric_transport(info.get(), options, t);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
     }
+    ASSERT_EQ(a_->info().rdma, rdma());
     std::vector<PeerAddr> peers;
     ASSERT_TRUE(a_->insert_peers({b_->local_address()}, &peers).is_ok());
     b_at_a_ = peers[0];
@@ -84,23 +94,31 @@ TEST_P(FabricPair, TagsMatchRegardlessOfPostingOrder) {
   std::vector<int> x(1000), y(300000), rx(1000, -1), ry(300000, -1);
   std::iota(x.begin(), x.end(), 1);
   std::iota(y.begin(), y.end(), 7);
+  // One-sided messages need registered buffers; tagged ones accept them too.
+  MemRegion mx, my, mrx, mry;
+  ASSERT_TRUE(a_->register_memory(x.data(), x.size() * 4, MemKind::kHost, -1, &mx).is_ok());
+  ASSERT_TRUE(a_->register_memory(y.data(), y.size() * 4, MemKind::kHost, -1, &my).is_ok());
+  ASSERT_TRUE(b_->register_memory(rx.data(), rx.size() * 4, MemKind::kHost, -1, &mrx).is_ok());
+  ASSERT_TRUE(b_->register_memory(ry.data(), ry.size() * 4, MemKind::kHost, -1, &mry).is_ok());
   Waiter sx, sy, wx, wy;
   const uint64_t tx = make_tag(1, 2, 0, 5), ty = make_tag(1, 2, 0, 6);
   ASSERT_TRUE(
-      post([&] { return b_->recv(a_at_b_, ry.data(), ry.size() * 4, ty, nullptr, &wy); }).is_ok());
+      post([&] { return b_->recv(a_at_b_, ry.data(), ry.size() * 4, ty, &mry, &wy); }).is_ok());
   ASSERT_TRUE(
-      post([&] { return a_->send(b_at_a_, x.data(), x.size() * 4, tx, nullptr, &sx); }).is_ok());
+      post([&] { return a_->send(b_at_a_, x.data(), x.size() * 4, tx, &mx, &sx); }).is_ok());
   ASSERT_TRUE(
-      post([&] { return a_->send(b_at_a_, y.data(), y.size() * 4, ty, nullptr, &sy); }).is_ok());
+      post([&] { return a_->send(b_at_a_, y.data(), y.size() * 4, ty, &my, &sy); }).is_ok());
   // The first message arrives before its receive is posted: buffered as unexpected.
   ASSERT_TRUE(
-      post([&] { return b_->recv(a_at_b_, rx.data(), rx.size() * 4, tx, nullptr, &wx); }).is_ok());
+      post([&] { return b_->recv(a_at_b_, rx.data(), rx.size() * 4, tx, &mrx, &wx); }).is_ok());
   ASSERT_TRUE(wait_all({&sx, &sy, &wx, &wy}));
   EXPECT_TRUE(wx.status.is_ok()) << wx.status.to_string();
   EXPECT_TRUE(wy.status.is_ok()) << wy.status.to_string();
   EXPECT_EQ(wx.bytes, x.size() * 4);
   EXPECT_EQ(rx, x);
   EXPECT_EQ(ry, y);
+  for (auto* m : {&mx, &my}) a_->deregister_memory(m);
+  for (auto* m : {&mrx, &mry}) b_->deregister_memory(m);
 }
 
 TEST_P(FabricPair, SmallMessagesAreInjected) {
@@ -116,21 +134,34 @@ TEST_P(FabricPair, SmallMessagesAreInjected) {
 }
 
 TEST_P(FabricPair, TooLongMessageIsReportedAsTruncation) {
-  std::vector<char> big(4096, 'x'), small(100);
+  std::vector<char> big(4096, 'x'), small(2000);
+  MemRegion mb, ms;
+  ASSERT_TRUE(a_->register_memory(big.data(), big.size(), MemKind::kHost, -1, &mb).is_ok());
+  ASSERT_TRUE(b_->register_memory(small.data(), small.size(), MemKind::kHost, -1, &ms).is_ok());
   Waiter s, w;
   ASSERT_TRUE(post([&] {
-                return b_->recv(a_at_b_, small.data(), small.size(), make_tag(0, 0, 0, 2), nullptr,
-                                &w);
+                return b_->recv(a_at_b_, small.data(), small.size(), make_tag(0, 0, 0, 2), &ms, &w);
               }).is_ok());
   ASSERT_TRUE(post([&] {
-                return a_->send(b_at_a_, big.data(), big.size(), make_tag(0, 0, 0, 2), nullptr, &s);
+                return a_->send(b_at_a_, big.data(), big.size(), make_tag(0, 0, 0, 2), &mb, &s);
               }).is_ok());
-  ASSERT_TRUE(wait_all({&w}));
-  if (GetParam() == "udp" && w.status.is_ok()) {
-    GTEST_SKIP() << "udp;ofi_rxd delivers " << w.bytes << " bytes without reporting truncation";
+  if (rdma()) {
+    // The sender sees the receiver's size in the clear-to-send and writes nothing.
+    ASSERT_TRUE(wait_all({&s}));
+    EXPECT_EQ(s.status.code(), Code::kTruncate) << s.status.to_string();
+    b_->cancel(&w);
+    ASSERT_TRUE(wait_all({&w}));
+    EXPECT_EQ(small[0], 0);
+  } else {
+    ASSERT_TRUE(wait_all({&w}));
+    if (provider() == "udp" && w.status.is_ok()) {
+      GTEST_SKIP() << "udp;ofi_rxd delivers " << w.bytes << " bytes without reporting truncation";
+    }
+    EXPECT_EQ(w.status.code(), Code::kTruncate) << w.status.to_string();
+    wait_all({&s});
   }
-  EXPECT_EQ(w.status.code(), Code::kTruncate) << w.status.to_string();
-  wait_all({&s});
+  a_->deregister_memory(&mb);
+  b_->deregister_memory(&ms);
 }
 
 TEST_P(FabricPair, CanceledReceiveCompletesWithAnError) {
@@ -145,30 +176,44 @@ TEST_P(FabricPair, CanceledReceiveCompletesWithAnError) {
 }
 
 TEST_P(FabricPair, RegisteredMemoryWithDescriptors) {
-  std::vector<char> x(100000, 'a'), r(100000, 0);
+  // Messages into and out of the middle of larger registrations: the one-sided protocol must
+  // address the target the way the provider wants (virtual address or offset).
+  std::vector<char> xbuf(300000, 'a'), rbuf(300000, 0);
+  for (size_t i = 0; i < xbuf.size(); ++i) xbuf[i] = static_cast<char>(i * 7);
   MemRegion mx, mr;
-  ASSERT_TRUE(a_->register_memory(x.data(), x.size(), MemKind::kHost, -1, &mx).is_ok());
-  ASSERT_TRUE(b_->register_memory(r.data(), r.size(), MemKind::kHost, -1, &mr).is_ok());
+  ASSERT_TRUE(a_->register_memory(xbuf.data(), xbuf.size(), MemKind::kHost, -1, &mx).is_ok());
+  ASSERT_TRUE(b_->register_memory(rbuf.data(), rbuf.size(), MemKind::kHost, -1, &mr).is_ok());
+  std::vector<char> x(xbuf.begin() + 1000, xbuf.begin() + 101000);
+  char* xp = xbuf.data() + 1000;
+  char* rp = rbuf.data() + 5000;
   Waiter s, w;
-  ASSERT_TRUE(post([&] {
-                return b_->recv(a_at_b_, r.data(), r.size(), make_tag(0, 1, 0, 3), mr.desc, &w);
-              }).is_ok());
-  ASSERT_TRUE(post([&] {
-                return a_->send(b_at_a_, x.data(), x.size(), make_tag(0, 1, 0, 3), mx.desc, &s);
-              }).is_ok());
+  ASSERT_TRUE(
+      post([&] { return b_->recv(a_at_b_, rp, x.size(), make_tag(0, 1, 0, 3), &mr, &w); }).is_ok());
+  ASSERT_TRUE(
+      post([&] { return a_->send(b_at_a_, xp, x.size(), make_tag(0, 1, 0, 3), &mx, &s); }).is_ok());
   ASSERT_TRUE(wait_all({&s, &w}));
-  EXPECT_EQ(r, x);
+  EXPECT_TRUE(w.status.is_ok()) << w.status.to_string();
+  EXPECT_EQ(std::vector<char>(rp, rp + x.size()), x);
+  EXPECT_EQ(rbuf[4999], 0) << "nothing written before the target";
+  EXPECT_EQ(rbuf[5000 + x.size()], 0) << "nothing written past the target";
   a_->deregister_memory(&mx);
   b_->deregister_memory(&mr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, FabricPair, ::testing::Values("tcp", "shm", "udp"));
+INSTANTIATE_TEST_SUITE_P(Providers, FabricPair,
+                         ::testing::Combine(::testing::Values("tcp", "shm", "udp"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) ? "_rdma" : "_send");
+                         });
 
 // Collectives over real endpoints: a reduced matrix (the full one runs on loopback).
 struct CollCase {
   std::string provider;
   int n;
   bool force_mr_local;
+  bool rdma;
 };
 
 class FabricCollectives : public ::testing::TestWithParam<CollCase> {};
@@ -182,6 +227,8 @@ TEST_P(FabricCollectives, AllThreeCollectivesExact) {
   setup.config.chunk_bytes = 4096;
   setup.config.force_mr_local = c.force_mr_local;
   setup.config.timeout = std::chrono::milliseconds(60000);
+  setup.fabric.protocol = c.rdma ? Protocol::kRdma : Protocol::kSendRecv;
+  setup.fabric.rdma_threshold = 2048;
   auto failures = run_ranks(c.n, setup, [&](RankContext& ctx) {
     for (size_t count : {size_t(0), size_t(1), size_t(1001), size_t(70000)}) {
       for (bool inplace : {false, true}) {
@@ -249,14 +296,17 @@ TEST_P(FabricCollectives, AllThreeCollectivesExact) {
   EXPECT_TRUE(failures.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, FabricCollectives,
-                         ::testing::Values(CollCase{"tcp", 3, false}, CollCase{"tcp", 4, true},
-                                           CollCase{"shm", 3, false}, CollCase{"udp", 2, false},
-                                           CollCase{"udp", 3, true}),
-                         [](const auto& info) {
-                           return info.param.provider + "_n" + std::to_string(info.param.n) +
-                                  (info.param.force_mr_local ? "_mr_local" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Providers, FabricCollectives,
+    ::testing::Values(CollCase{"tcp", 3, false, false}, CollCase{"tcp", 4, true, false},
+                      CollCase{"shm", 3, false, false}, CollCase{"udp", 2, false, false},
+                      CollCase{"udp", 3, true, false}, CollCase{"tcp", 3, false, true},
+                      CollCase{"tcp", 4, true, true}, CollCase{"shm", 3, false, true},
+                      CollCase{"shm", 2, true, true}, CollCase{"udp", 3, false, true}),
+    [](const auto& info) {
+      return info.param.provider + "_n" + std::to_string(info.param.n) +
+             (info.param.force_mr_local ? "_mr_local" : "") + (info.param.rdma ? "_rdma" : "");
+    });
 
 }  // namespace
 }  // namespace testing

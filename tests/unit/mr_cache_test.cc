@@ -17,6 +17,7 @@ class CountingTransport : public Transport {
   }
   Status register_memory(void* ptr, size_t, MemKind, int, MemRegion* out) override {
     out->desc = reinterpret_cast<void*>(++next_);
+    out->base = reinterpret_cast<uintptr_t>(ptr);
     out->handle = out->desc;
     live.insert(out->handle);
     return Status::ok();
@@ -25,10 +26,10 @@ class CountingTransport : public Transport {
     EXPECT_EQ(live.erase(region->handle), 1u) << "deregistered twice or never registered";
     *region = MemRegion();
   }
-  Status send(PeerAddr, const void*, size_t, uint64_t, void*, Completion*) override {
+  Status send(PeerAddr, const void*, size_t, uint64_t, const MemRegion*, Completion*) override {
     return Status::ok();
   }
-  Status recv(PeerAddr, void*, size_t, uint64_t, void*, Completion*) override {
+  Status recv(PeerAddr, void*, size_t, uint64_t, const MemRegion*, Completion*) override {
     return Status::ok();
   }
   Status progress(int* n) override { return *n = 0, Status::ok(); }
@@ -46,11 +47,11 @@ TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
   char buf[4096] = {};
   {
     MrCache cache(&t, 4);
-    void *d1, *d2;
+    const MemRegion *d1, *d2;
     ASSERT_TRUE(cache.acquire(buf, sizeof(buf), 7, MemKind::kHost, -1, &d1).is_ok());
     ASSERT_TRUE(
         cache.acquire(buf + 100, 200, 7, MemKind::kHost, -1, &d2).is_ok());  // inside the first
-    EXPECT_EQ(d1, d2);
+    EXPECT_EQ(d1->desc, d2->desc);
     EXPECT_EQ(cache.registrations(), 1u);
     cache.end_call();
     EXPECT_EQ(t.live.size(), 1u) << "cached registrations outlive the call";
@@ -62,11 +63,12 @@ TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
   CountingTransport t;
   MrCache cache(&t, 4);
   char buf[64] = {};
-  void *d1, *d2;
-  ASSERT_TRUE(cache.acquire(buf, 64, 1, MemKind::kHost, -1, &d1).is_ok());
+  const MemRegion* r;
+  ASSERT_TRUE(cache.acquire(buf, 64, 1, MemKind::kHost, -1, &r).is_ok());
+  void* first = r->desc;
   cache.forget(1);  // freed
-  ASSERT_TRUE(cache.acquire(buf, 64, 2, MemKind::kHost, -1, &d2).is_ok());
-  EXPECT_NE(d1, d2);
+  ASSERT_TRUE(cache.acquire(buf, 64, 2, MemKind::kHost, -1, &r).is_ok());
+  EXPECT_NE(r->desc, first);
   EXPECT_EQ(t.live.size(), 1u);
 }
 
@@ -74,7 +76,7 @@ TEST(MrCache, UnidentifiedMemoryLivesForOneCall) {
   CountingTransport t;
   MrCache cache(&t, 4);
   char buf[64] = {};
-  void* d;
+  const MemRegion* d;
   ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
   ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), 2u);
@@ -87,11 +89,13 @@ TEST(MrCache, EvictsLeastRecentlyUsedBeyondCapacity) {
   CountingTransport t;
   MrCache cache(&t, 2);
   char a[8] = {}, b[8] = {}, c[8] = {};
-  void* d;
+  const MemRegion* d;
   ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());
   ASSERT_TRUE(cache.acquire(b, 8, 2, MemKind::kHost, -1, &d).is_ok());
   ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());  // a is now the most recent
-  ASSERT_TRUE(cache.acquire(c, 8, 3, MemKind::kHost, -1, &d).is_ok());  // evicts b
+  ASSERT_TRUE(cache.acquire(c, 8, 3, MemKind::kHost, -1, &d).is_ok());
+  EXPECT_EQ(cache.cached(), 3u) << "nothing is evicted while the call may still use it";
+  cache.end_call();  // evicts b, the least recently used
   EXPECT_EQ(cache.cached(), 2u);
   EXPECT_EQ(t.live.size(), 2u);
   uint64_t before = cache.registrations();
@@ -104,7 +108,7 @@ TEST(MrCache, EvictsLeastRecentlyUsedBeyondCapacity) {
 TEST(MrCache, EmptyRangesNeedNoRegistration) {
   CountingTransport t;
   MrCache cache(&t, 2);
-  void* d = reinterpret_cast<void*>(1);
+  const MemRegion* d = reinterpret_cast<const MemRegion*>(1);
   ASSERT_TRUE(cache.acquire(nullptr, 0, 1, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(d, nullptr);
   EXPECT_EQ(cache.registrations(), 0u);

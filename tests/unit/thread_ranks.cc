@@ -54,7 +54,7 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
       } else {
         FiInfoPtr info;
         Status st = find_provider(setup.transport, &info);
-        if (st.is_ok()) st = open_fabric_transport(info.get(), &transport);
+        if (st.is_ok()) st = open_fabric_transport(info.get(), setup.fabric, &transport);
         if (!st.is_ok()) {
           failures[r].push_back("rank " + std::to_string(r) + ": " + st.to_string());
           // Others block in the bootstrap: every rank fails the same way, so all return here.

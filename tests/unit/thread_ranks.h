@@ -10,6 +10,7 @@
 
 #include "efacoll/bootstrap.h"
 #include "efacoll/engine.h"
+#include "transport/fabric/fabric_transport.h"
 
 namespace efacoll {
 namespace testing {
@@ -48,6 +49,7 @@ class ThreadBootstrap : public Bootstrap {
 struct RankSetup {
   std::string transport = "loopback";
   EngineConfig config;
+  FabricOptions fabric;
 };
 
 struct RankContext {

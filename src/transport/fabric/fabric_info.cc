@@ -8,7 +8,7 @@
 
 namespace efacoll {
 
-Status find_provider_with(const std::string& provider, bool hmem, FiInfoPtr* out);
+Status find_provider_with(const std::string& provider, bool hmem, bool rma, FiInfoPtr* out);
 
 uint32_t fabric_api_version() {
   return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
@@ -19,7 +19,7 @@ std::string fabric_library_version() {
   return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
 }
 
-FiInfoPtr make_hints(const std::string& provider, bool hmem) {
+FiInfoPtr make_hints(const std::string& provider, bool hmem, bool rma) {
   FiInfoPtr hints(fi_allocinfo());
   if (!hints) return hints;
   hints->ep_attr->type = FI_EP_RDM;
@@ -28,6 +28,7 @@ FiInfoPtr make_hints(const std::string& provider, bool hmem) {
   hints->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->threading = FI_THREAD_SAFE;
+  if (rma) hints->caps |= FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
   if (hmem) {
     hints->caps |= FI_HMEM;
     hints->domain_attr->mr_mode |= FI_MR_HMEM;
@@ -42,12 +43,17 @@ FiInfoPtr make_hints(const std::string& provider, bool hmem) {
 }
 
 Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem) {
-  if (try_hmem && find_provider_with(provider, true, out).is_ok()) return Status::ok();
-  return find_provider_with(provider, false, out);
+  for (bool hmem : {true, false}) {
+    if (hmem && !try_hmem) continue;
+    for (bool rma : {true, false}) {
+      if (find_provider_with(provider, hmem, rma, out).is_ok()) return Status::ok();
+    }
+  }
+  return find_provider_with(provider, false, false, out);
 }
 
-Status find_provider_with(const std::string& provider, bool hmem, FiInfoPtr* out) {
-  FiInfoPtr hints = make_hints(provider, hmem);
+Status find_provider_with(const std::string& provider, bool hmem, bool rma, FiInfoPtr* out) {
+  FiInfoPtr hints = make_hints(provider, hmem, rma);
   if (!hints) return Status(Code::kNoMemory, "fi_allocinfo failed");
   fi_info* list = nullptr;
   int rc = fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list);

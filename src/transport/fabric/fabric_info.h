@@ -21,11 +21,12 @@ uint32_t fabric_api_version();
 std::string fabric_library_version();
 
 // Hints: RDM, tagged + msg, FI_CONTEXT|FI_CONTEXT2, every mr_mode bit EFA may ask for;
-// with hmem, FI_HMEM and FI_MR_HMEM too.
-FiInfoPtr make_hints(const std::string& provider, bool hmem = false);
+// with hmem, FI_HMEM and FI_MR_HMEM too; with rma, RMA writes (one-sided protocol).
+FiInfoPtr make_hints(const std::string& provider, bool hmem = false, bool rma = false);
 
 // First matching info for the provider ("efa", "tcp", "shm", "udp", ...), or kUnsupported.
-// With try_hmem, an info with FI_HMEM is preferred and the plain one taken when there is none.
+// Infos with RMA are preferred (and, with try_hmem, with FI_HMEM); less is taken when that is
+// all the provider has.
 Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem = false);
 
 // Distinct names of every RDM tagged provider libfabric offers here.

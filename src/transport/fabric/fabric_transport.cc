@@ -1,100 +1,32 @@
 #include "transport/fabric/fabric_transport.h"
 
 #include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include <atomic>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <vector>
-
 #include "common/log.h"
+#include "transport/fabric/fabric_endpoint.h"
 
 namespace efacoll {
-namespace {
-
-// Closes any libfabric object; members declared in opening order close in reverse.
-template <typename T>
-class Fid {
- public:
-  Fid() = default;
-  ~Fid() { reset(); }
-  Fid(const Fid&) = delete;
-  Fid& operator=(const Fid&) = delete;
-  T** out() { return &p_; }
-  T* get() const { return p_; }
-  void reset() {
-    if (p_) fi_close(&p_->fid);
-    p_ = nullptr;
-  }
-
- private:
-  T* p_ = nullptr;
-};
 
 Status fabric_error(const char* what, int rc) {
   return Status(Code::kFabric,
                 std::string(what) + ": " + fi_strerror(-rc) + " (" + std::to_string(rc) + ")");
 }
 
-struct Request {
-  fi_context2 context;  // first member: the CQ entry's op_context points here
-  Completion* completion = nullptr;
-  size_t bytes = 0;
-  bool is_recv = false;
-};
-
-class FabricTransport : public Transport {
- public:
-  Status open(const fi_info* info);
-  ~FabricTransport() override {
-    ep_.reset();
-    av_.reset();
-    cq_.reset();
-    domain_.reset();
-    fabric_.reset();
+FabricTransport::~FabricTransport() {
+  ep_.reset();
+  for (auto& slab : slabs_) {
+    if (slab->mr) fi_close(&slab->mr->fid);
   }
+  av_.reset();
+  cq_.reset();
+  domain_.reset();
+  fabric_.reset();
+}
 
-  const TransportInfo& info() const override { return info_; }
-  std::vector<uint8_t> local_address() const override { return address_; }
-  Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
-                      std::vector<PeerAddr>* out) override;
-  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
-                         MemRegion* out) override;
-  void deregister_memory(MemRegion* region) override;
-  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
-              Completion* completion) override;
-  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, void* desc,
-              Completion* completion) override;
-  Status progress(int* completed) override;
-  void cancel(Completion* completion) override;
-
- private:
-  Request* get_request(Completion* c, size_t bytes, bool is_recv);
-  void put_request(Request* r);
-  void complete(Request* r, const Status& status, size_t bytes);
-
-  Fid<fid_fabric> fabric_;
-  Fid<fid_domain> domain_;
-  Fid<fid_cq> cq_;
-  Fid<fid_av> av_;
-  Fid<fid_ep> ep_;
-  TransportInfo info_;
-  uint64_t mr_mode_ = 0;
-  std::vector<uint8_t> address_;
-  std::map<std::vector<uint8_t>, fi_addr_t> known_peers_;
-  std::mutex mutex_;  // requests pool and inject completions
-  std::vector<std::unique_ptr<Request>> pool_;
-  std::vector<Request*> free_;
-  std::deque<Request*> injected_;  // finished at post time; reported in progress()
-  std::atomic<uint64_t> next_key_{1};
-};
-
-Status FabricTransport::open(const fi_info* fi) {
+Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   info_.provider = fi->fabric_attr->prov_name ? fi->fabric_attr->prov_name : "?";
   info_.fabric = fi->fabric_attr->name ? fi->fabric_attr->name : "?";
   info_.domain = fi->domain_attr->name ? fi->domain_attr->name : "?";
@@ -130,6 +62,7 @@ Status FabricTransport::open(const fi_info* fi) {
   if (rc) return fabric_error("fi_ep_bind(av)", rc);
   rc = fi_enable(ep_.get());
   if (rc) return fabric_error("fi_enable", rc);
+  EFACOLL_RETURN_IF_ERROR(choose_protocol(fi, options));
 
   size_t len = 0;
   rc = fi_getname(&ep_.get()->fid, nullptr, &len);
@@ -171,6 +104,7 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
   attr.mr_iov = &iov;
   attr.iov_count = 1;
   attr.access = FI_SEND | FI_RECV;
+  if (info_.rdma) attr.access |= FI_WRITE | FI_REMOTE_WRITE;
   // Providers that choose keys ignore ours; the others (tcp, shm) want each key unique.
   attr.requested_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
   attr.iface = gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
@@ -188,6 +122,8 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
   }
   out->handle = mr;
   out->desc = fi_mr_desc(mr);
+  out->base = reinterpret_cast<uintptr_t>(ptr);
+  out->bytes = bytes;
   return Status::ok();
 }
 
@@ -196,17 +132,29 @@ void FabricTransport::deregister_memory(MemRegion* region) {
   *region = MemRegion();
 }
 
-Request* FabricTransport::get_request(Completion* c, size_t bytes, bool is_recv) {
+Request* FabricTransport::get_request(Completion* c, size_t bytes, ReqKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) {
-    pool_.push_back(std::make_unique<Request>());
-    free_.push_back(pool_.back().get());
+    auto slab = std::make_unique<RequestSlab>();
+    if (info_.needs_local_mr) {
+      // Clear-to-send messages are received into requests: the slab is a receive buffer.
+      MemRegion region;
+      if (register_memory(slab->requests, sizeof(slab->requests), MemKind::kHost, -1, &region)
+              .is_ok()) {
+        slab->mr = static_cast<fid_mr*>(region.handle);
+      }
+    }
+    for (Request& r : slab->requests) {
+      r.cts_desc = slab->mr ? fi_mr_desc(slab->mr) : nullptr;
+      free_.push_back(&r);
+    }
+    slabs_.push_back(std::move(slab));
   }
   Request* r = free_.back();
   free_.pop_back();
+  r->kind = kind;
   r->completion = c;
   r->bytes = bytes;
-  r->is_recv = is_recv;
   c->transport_request = r;
   return r;
 }
@@ -224,89 +172,119 @@ void FabricTransport::complete(Request* r, const Status& status, size_t bytes) {
   c->fn(c, status, bytes);
 }
 
-Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void* desc,
-                             Completion* completion) {
-  Request* r = get_request(completion, bytes, false);
+void FabricTransport::defer(Request* r, const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  r->deferred_status = status;
+  deferred_.push_back(r);
+}
+
+Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                             const MemRegion* region, Completion* completion) {
+  if (info_.rdma && bytes >= info_.rdma_threshold) {
+    return rdma_send(peer, buf, bytes, tag, region, completion);
+  }
+  Request* r = get_request(completion, bytes, ReqKind::kSend);
+  ssize_t rc;
   if (bytes <= info_.inject_size) {
     // Inject: the buffer is reusable on return and no completion is generated.
-    ssize_t rc = fi_tinject(ep_.get(), buf, bytes, peer, tag);
+    rc = fi_tinject(ep_.get(), buf, bytes, peer, tag);
     if (rc == 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      injected_.push_back(r);
+      r->kind = ReqKind::kInjected;
+      defer(r, Status::ok());
       return Status::ok();
     }
-    if (rc != -FI_EAGAIN) {
-      put_request(r);
-      return fabric_error("fi_tinject", static_cast<int>(rc));
-    }
-    put_request(r);
-    return Status(Code::kAgain, "tx queue full");
+  } else {
+    rc = fi_tsend(ep_.get(), buf, bytes, region ? region->desc : nullptr, peer, tag, &r->context);
+    if (rc == 0) return Status::ok();
   }
-  ssize_t rc = fi_tsend(ep_.get(), buf, bytes, desc, peer, tag, &r->context);
-  if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "tx queue full");
   return fabric_error("fi_tsend", static_cast<int>(rc));
 }
 
-Status FabricTransport::recv(PeerAddr, void* buf, size_t bytes, uint64_t tag, void* desc,
-                             Completion* completion) {
-  Request* r = get_request(completion, bytes, true);
+Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag,
+                             const MemRegion* region, Completion* completion) {
+  // Both sides choose the protocol from the size alone, so they always agree.
+  if (info_.rdma && bytes >= info_.rdma_threshold) {
+    return rdma_recv(peer, buf, bytes, tag, region, completion);
+  }
+  Request* r = get_request(completion, bytes, ReqKind::kRecv);
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
-  ssize_t rc = fi_trecv(ep_.get(), buf, bytes, desc, FI_ADDR_UNSPEC, tag, 0, &r->context);
+  ssize_t rc = fi_trecv(ep_.get(), buf, bytes, region ? region->desc : nullptr, FI_ADDR_UNSPEC, tag,
+                        0, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
   return fabric_error("fi_trecv", static_cast<int>(rc));
 }
 
+// A request's CQ entry arrived (two-sided, or a step of the one-sided protocol).
+Status FabricTransport::on_completion(Request* r, size_t len) {
+  switch (r->kind) {
+    case ReqKind::kAwaitCts:
+      return on_clear_to_send(r);
+    case ReqKind::kRecv:
+      complete(r, Status::ok(), len);
+      return Status::ok();
+    default:
+      complete(r, Status::ok(), r->bytes);
+      return Status::ok();
+  }
+}
+
+Status FabricTransport::read_cq_error(int* completed) {
+  fi_cq_err_entry err = {};
+  ssize_t rc = fi_cq_readerr(cq_.get(), &err, 0);
+  if (rc < 0) return fabric_error("fi_cq_readerr", static_cast<int>(rc));
+  // Providers disagree on the sign of err (shm reports -FI_ETRUNC).
+  const int code = err.err < 0 ? -err.err : err.err;
+  Status st;
+  if (code == FI_ECANCELED) {
+    st = Status(Code::kFabric, "canceled");
+  } else if (code == FI_ETRUNC) {
+    st = Status(Code::kTruncate, "message larger than its receive buffer");
+  } else {
+    char buf[256] = "";
+    const char* detail = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
+    st =
+        Status(Code::kFabric, std::string(fi_strerror(code)) + " (" + (detail ? detail : "") + ")");
+  }
+  if ((err.flags & FI_REMOTE_CQ_DATA) || err.op_context == nullptr) return st;
+  auto* r = static_cast<Request*>(err.op_context);
+  complete(r, st, err.len);
+  ++*completed;
+  return Status::ok();
+}
+
 Status FabricTransport::progress(int* completed) {
   *completed = 0;
-  std::deque<Request*> injected;
+  std::deque<Request*> deferred;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    injected.swap(injected_);
+    deferred.swap(deferred_);
   }
-  for (Request* r : injected) {
-    complete(r, Status::ok(), r->bytes);
+  for (Request* r : deferred) {
+    complete(r, r->deferred_status, r->bytes);
     ++*completed;
   }
+  EFACOLL_RETURN_IF_ERROR(retry_writes());
   fi_cq_tagged_entry entries[32];
   for (;;) {
     ssize_t n = fi_cq_read(cq_.get(), entries, 32);
     if (n == -FI_EAGAIN) break;
     if (n == -FI_EAVAIL) {
-      fi_cq_err_entry err = {};
-      ssize_t rc = fi_cq_readerr(cq_.get(), &err, 0);
-      if (rc < 0) return fabric_error("fi_cq_readerr", static_cast<int>(rc));
-      auto* r = static_cast<Request*>(err.op_context);
-      // Providers disagree on the sign of err (shm reports -FI_ETRUNC).
-      const int code = err.err < 0 ? -err.err : err.err;
-      Status st;
-      if (code == FI_ECANCELED) {
-        st = Status(Code::kFabric, "canceled");
-      } else if (code == FI_ETRUNC) {
-        st = Status(Code::kTruncate, "message larger than its receive buffer (" +
-                                         std::to_string(r->bytes) + " bytes)");
-      } else {
-        char buf[256] = "";
-        const char* detail =
-            fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
-        st = Status(Code::kFabric,
-                    std::string(fi_strerror(code)) + " (" + (detail ? detail : "") + ")");
-      }
-      if (r) {
-        complete(r, st, err.len);
-        ++*completed;
-      } else {
-        return st;
-      }
+      EFACOLL_RETURN_IF_ERROR(read_cq_error(completed));
       continue;
     }
     if (n < 0) return fabric_error("fi_cq_read", static_cast<int>(n));
     for (ssize_t i = 0; i < n; ++i) {
-      auto* r = static_cast<Request*>(entries[i].op_context);
-      complete(r, Status::ok(), r->is_recv ? entries[i].len : r->bytes);
+      // A remote write's completion carries our id in its data, not a context of ours.
+      if (entries[i].flags & FI_REMOTE_CQ_DATA) {
+        on_remote_write(entries[i].data);
+      } else {
+        EFACOLL_RETURN_IF_ERROR(
+            on_completion(static_cast<Request*>(entries[i].op_context), entries[i].len));
+      }
     }
     *completed += static_cast<int>(n);
     if (n < 32) break;
@@ -316,14 +294,18 @@ Status FabricTransport::progress(int* completed) {
 
 void FabricTransport::cancel(Completion* completion) {
   auto* r = static_cast<Request*>(completion->transport_request);
-  if (r) fi_cancel(&ep_.get()->fid, &r->context);
+  if (r == nullptr || r->kind == ReqKind::kInjected) return;
+  if (r->kind == ReqKind::kAwaitWrite) {
+    if (cancel_awaited_write(r)) defer(r, Status(Code::kFabric, "canceled"));
+    return;
+  }
+  fi_cancel(&ep_.get()->fid, &r->context);
 }
 
-}  // namespace
-
-Status open_fabric_transport(const fi_info* info, std::unique_ptr<Transport>* out) {
+Status open_fabric_transport(const fi_info* info, const FabricOptions& options,
+                             std::unique_ptr<Transport>* out) {
   auto t = std::make_unique<FabricTransport>();
-  EFACOLL_RETURN_IF_ERROR(t->open(info));
+  EFACOLL_RETURN_IF_ERROR(t->open(info, options));
   *out = std::move(t);
   return Status::ok();
 }

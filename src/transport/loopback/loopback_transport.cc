@@ -85,7 +85,7 @@ class LoopbackTransport : public Transport {
   }
   void deregister_memory(MemRegion* region) override { *region = MemRegion(); }
 
-  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, void*,
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion*,
               Completion* completion) override {
     std::lock_guard<std::mutex> lock(fabric_->mutex);
     if (peer >= fabric_->boxes.size()) return Status(Code::kInvalid, "unknown loopback peer");
@@ -104,7 +104,7 @@ class LoopbackTransport : public Transport {
     return Status::ok();
   }
 
-  Status recv(PeerAddr, void* buf, size_t bytes, uint64_t tag, void*,
+  Status recv(PeerAddr, void* buf, size_t bytes, uint64_t tag, const MemRegion*,
               Completion* completion) override {
     std::lock_guard<std::mutex> lock(fabric_->mutex);
     auto& box = fabric_->boxes[self_];

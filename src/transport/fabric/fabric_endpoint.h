@@ -1,0 +1,141 @@
+// The libfabric RDM transport's internals, shared by its two halves: fabric_transport.cc
+// (endpoint, registration, tagged messages, completion dispatch) and fabric_rdma.cc (the
+// one-sided protocol).
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "efacoll/status.h"
+#include "transport/fabric/fabric_transport.h"
+
+namespace efacoll {
+
+// Closes any libfabric object; the endpoint closes its members in reverse order of opening.
+template <typename T>
+class Fid {
+ public:
+  Fid() = default;
+  ~Fid() { reset(); }
+  Fid(const Fid&) = delete;
+  Fid& operator=(const Fid&) = delete;
+  T** out() { return &p_; }
+  T* get() const { return p_; }
+  void reset() {
+    if (p_) fi_close(&p_->fid);
+    p_ = nullptr;
+  }
+
+ private:
+  T* p_ = nullptr;
+};
+
+Status fabric_error(const char* what, int rc);
+
+// Clear-to-send: where the receiver wants a one-sided message written. 4-byte completion ids:
+// EFA carries only 4 bytes of remote CQ data from libfabric 1.18 on.
+struct ClearToSend {
+  uint64_t addr;  // virtual address, or offset in the registration (no FI_MR_VIRT_ADDR)
+  uint64_t key;
+  uint64_t bytes;
+  uint32_t completion_id;
+  uint32_t unused;
+};
+
+enum class ReqKind : uint8_t {
+  kSend,       // two-sided tagged send
+  kRecv,       // two-sided tagged receive
+  kInjected,   // finished when posted; reported at the next progress()
+  kAwaitCts,   // one-sided send: waiting for the receiver's clear-to-send
+  kWrite,      // one-sided send: the write is posted
+  kAwaitWrite  // one-sided receive: clear-to-send sent, waiting for the remote write
+};
+
+struct Request {
+  fi_context2 context;  // first member: a CQ entry's op_context points here
+  ReqKind kind = ReqKind::kSend;
+  Completion* completion = nullptr;
+  size_t bytes = 0;
+  // One-sided protocol.
+  const void* buf = nullptr;
+  void* desc = nullptr;
+  PeerAddr peer = 0;
+  ClearToSend cts = {};
+  uint32_t completion_id = 0;
+  void* cts_desc = nullptr;  // registration of this request's cts (FI_MR_LOCAL)
+  Status deferred_status;    // reported by progress() for requests on the deferred list
+};
+
+// Requests come in registered slabs: a clear-to-send is received into one, and providers with
+// FI_MR_LOCAL want a descriptor for every receive buffer.
+struct RequestSlab {
+  Request requests[256];
+  fid_mr* mr = nullptr;
+};
+
+class FabricTransport : public Transport {
+ public:
+  Status open(const fi_info* info, const FabricOptions& options);
+  ~FabricTransport() override;
+
+  const TransportInfo& info() const override { return info_; }
+  std::vector<uint8_t> local_address() const override { return address_; }
+  Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
+                      std::vector<PeerAddr>* out) override;
+  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                         MemRegion* out) override;
+  void deregister_memory(MemRegion* region) override;
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* completion) override;
+  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* completion) override;
+  Status progress(int* completed) override;
+  void cancel(Completion* completion) override;
+
+ private:
+  Status choose_protocol(const fi_info* fi, const FabricOptions& options);
+  Request* get_request(Completion* c, size_t bytes, ReqKind kind);
+  void put_request(Request* r);
+  void complete(Request* r, const Status& status, size_t bytes);
+  void defer(Request* r, const Status& status);
+  Status on_completion(Request* r, size_t len);
+  Status read_cq_error(int* completed);
+
+  // fabric_rdma.cc
+  Status rdma_send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                   const MemRegion* region, Completion* completion);
+  Status rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+                   Completion* completion);
+  Status on_clear_to_send(Request* r);
+  Status post_write(Request* r);
+  Status retry_writes();
+  void on_remote_write(uint64_t data);
+  bool cancel_awaited_write(Request* r);
+
+  Fid<fid_fabric> fabric_;
+  Fid<fid_domain> domain_;
+  Fid<fid_cq> cq_;
+  Fid<fid_av> av_;
+  Fid<fid_ep> ep_;
+  TransportInfo info_;
+  uint64_t mr_mode_ = 0;
+  std::vector<uint8_t> address_;
+  std::map<std::vector<uint8_t>, fi_addr_t> known_peers_;
+  std::mutex mutex_;  // request pool and the deferred lists
+  std::vector<std::unique_ptr<RequestSlab>> slabs_;
+  std::vector<Request*> free_;
+  std::deque<Request*> deferred_;        // finished without a CQ entry (injected, canceled)
+  std::deque<Request*> pending_writes_;  // clear-to-send arrived, write refused with EAGAIN
+  std::unordered_map<uint32_t, Request*> awaited_writes_;
+  uint32_t next_completion_id_ = 1;
+  std::atomic<uint64_t> next_key_{1};
+};
+
+}  // namespace efacoll

@@ -1,0 +1,165 @@
+// The one-sided protocol for large messages, as aws-ofi-nccl's RDMA protocol on p5: the receiver
+// sends the sender a clear-to-send (address, key, completion id) tagged like the data message
+// itself; the sender writes the data with fi_writedata; the receiver learns of it from the
+// remote CQ data (4 bytes: all EFA guarantees). Nothing here relies on ordering: the data is
+// valid once its completion is read, never earlier.
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "common/log.h"
+#include "transport/fabric/fabric_endpoint.h"
+
+namespace efacoll {
+namespace {
+
+// FI_OPT_EFA_EMULATED_WRITE (libfabric >= 1.18; an enum value, so no #ifdef can see it).
+constexpr int kOptEfaEmulatedWrite = -(0xefa << 16) + 2;
+
+}  // namespace
+
+Status FabricTransport::choose_protocol(const fi_info* fi, const FabricOptions& options) {
+  std::string why_not;
+  if (!(fi->caps & FI_RMA)) {
+    why_not = "no FI_RMA";
+  } else if (fi->domain_attr->mr_key_size > sizeof(uint64_t)) {
+    why_not = "memory keys longer than 8 bytes";
+  } else if (fi->domain_attr->cq_data_size < sizeof(uint32_t)) {
+    why_not = "less than 4 bytes of remote CQ data";
+  } else if (info_.inject_size < sizeof(ClearToSend)) {
+    why_not = "inject size below a clear-to-send message";
+  }
+  bool native_write = false;
+  if (why_not.empty() && info_.provider == "efa") {
+    bool emulated = true;
+    size_t len = sizeof(emulated);
+    // Absent before 1.18, where EFA emulates every write.
+    native_write =
+        fi_getopt(&ep_.get()->fid, FI_OPT_ENDPOINT, kOptEfaEmulatedWrite, &emulated, &len) == 0 &&
+        !emulated;
+  }
+  switch (options.protocol) {
+    case Protocol::kSendRecv:
+      info_.rdma = false;
+      break;
+    case Protocol::kRdma:
+      if (!why_not.empty()) {
+        return Status(Code::kUnsupported, "EFACOLL_PROTOCOL=rdma, but provider " + info_.provider +
+                                              " cannot carry it: " + why_not);
+      }
+      info_.rdma = true;
+      break;
+    case Protocol::kAuto:
+      info_.rdma = native_write;
+      break;
+  }
+  info_.rdma_threshold = options.rdma_threshold;
+  EFACOLL_INFO(kNet, "protocol: %s%s%s", info_.rdma ? "one-sided RDMA write" : "two-sided tagged",
+               info_.rdma ? (" from " + std::to_string(info_.rdma_threshold) + " B").c_str() : "",
+               why_not.empty() ? "" : (" (no RDMA: " + why_not + ")").c_str());
+  return Status::ok();
+}
+
+Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                                  const MemRegion* region, Completion* completion) {
+  if (region == nullptr) return Status(Code::kInternal, "one-sided send of an unregistered buffer");
+  Request* r = get_request(completion, bytes, ReqKind::kAwaitCts);
+  r->buf = buf;
+  r->desc = region->desc;
+  r->peer = peer;
+  ssize_t rc = fi_trecv(ep_.get(), &r->cts, sizeof(ClearToSend), r->cts_desc, FI_ADDR_UNSPEC, tag,
+                        0, &r->context);
+  if (rc == 0) return Status::ok();
+  put_request(r);
+  if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
+  return fabric_error("fi_trecv(clear-to-send)", static_cast<int>(rc));
+}
+
+Status FabricTransport::on_clear_to_send(Request* r) {
+  if (r->cts.bytes != r->bytes) {
+    complete(r,
+             Status(Code::kTruncate, "receiver expects " + std::to_string(r->cts.bytes) +
+                                         " bytes, sender has " + std::to_string(r->bytes)),
+             0);
+    return Status::ok();
+  }
+  r->kind = ReqKind::kWrite;
+  return post_write(r);
+}
+
+Status FabricTransport::post_write(Request* r) {
+  ssize_t rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, r->cts.completion_id, r->peer,
+                            r->cts.addr, r->cts.key, &r->context);
+  if (rc == 0) return Status::ok();
+  if (rc == -FI_EAGAIN) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_writes_.push_back(r);
+    return Status::ok();
+  }
+  complete(r, fabric_error("fi_writedata", static_cast<int>(rc)), 0);
+  return Status::ok();
+}
+
+Status FabricTransport::retry_writes() {
+  std::deque<Request*> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending.swap(pending_writes_);
+  }
+  for (Request* r : pending) EFACOLL_RETURN_IF_ERROR(post_write(r));
+  return Status::ok();
+}
+
+Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag,
+                                  const MemRegion* region, Completion* completion) {
+  if (region == nullptr)
+    return Status(Code::kInternal, "one-sided receive into an unregistered buffer");
+  Request* r = get_request(completion, bytes, ReqKind::kAwaitWrite);
+  ClearToSend cts = {};
+  const auto at = reinterpret_cast<uintptr_t>(buf);
+  // Offset-based providers (tcp, udp) silently ignore a virtual address: send what they expect.
+  cts.addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? at : at - region->base;
+  cts.key = fi_mr_key(static_cast<fid_mr*>(region->handle));
+  cts.bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (++next_completion_id_ == 0) ++next_completion_id_;
+    r->completion_id = cts.completion_id = next_completion_id_;
+    awaited_writes_[cts.completion_id] = r;
+  }
+  ssize_t rc = fi_tinject(ep_.get(), &cts, sizeof(cts), peer, tag);
+  if (rc == 0) return Status::ok();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    awaited_writes_.erase(cts.completion_id);
+  }
+  put_request(r);
+  if (rc == -FI_EAGAIN) return Status(Code::kAgain, "tx queue full");
+  return fabric_error("fi_tinject(clear-to-send)", static_cast<int>(rc));
+}
+
+void FabricTransport::on_remote_write(uint64_t data) {
+  Request* r = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = awaited_writes_.find(static_cast<uint32_t>(data));
+    if (it != awaited_writes_.end()) {
+      r = it->second;
+      awaited_writes_.erase(it);
+    }
+  }
+  if (r == nullptr) {
+    EFACOLL_WARN(kNet, "remote write with unknown completion id %llu (its receive was canceled?)",
+                 static_cast<unsigned long long>(data));
+    return;
+  }
+  complete(r, Status::ok(), r->bytes);
+}
+
+bool FabricTransport::cancel_awaited_write(Request* r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return awaited_writes_.erase(r->completion_id) > 0;
+}
+
+}  // namespace efacoll

@@ -1,0 +1,52 @@
+// efacoll_mpi_gpu_tests: one collective call on chosen buffers, checked against the host
+// reference: result, untouched guard bytes, unchanged send buffer, efacoll's counters.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "mpi_gpu_harness.h"
+
+namespace gputest {
+
+struct CommUnderTest {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::string name;
+  std::vector<int> members;  // world ranks in communicator rank order
+  int rank = 0, size = 1;
+};
+
+enum class Coll { kAllreduce, kReduceScatterBlock, kReduceScatter, kAllgather };
+const char* coll_label(Coll c);
+efacoll_collective counter_of(Coll c);
+
+struct Case {
+  Coll coll = Coll::kAllreduce;
+  const TypeDesc* t = nullptr;  // element type: data, reference and comparison
+  Op op = Op::kNone;            // reference op; for allgather the values' op (kNone: any bits)
+  MPI_Op mpi_op = MPI_OP_NULL;
+  MPI_Datatype call_type = MPI_DATATYPE_NULL;  // what MPI is given (t->type unless derived)
+  size_t per_item = 1;                         // elements of t per call_type item
+  size_t count = 0;  // items: allreduce count, block, reduce_scatter base count, allgather count
+  bool inplace = false;
+  const CommUnderTest* cu = nullptr;
+  Where send_where = Where::kDevice, recv_where = Where::kDevice;
+  size_t offset_elems = 0;  // buffers this many elements past the allocation's alignment
+  bool expect_engine = true;
+  bool sampled = false;  // huge: check a sample of indices plus a scan for untouched poison
+  std::string label;     // replaces the op's name in the case name
+};
+
+// A case on device buffers, with t's MPI type and op's MPI op.
+Case make_case(Coll coll, const TypeDesc& t, Op op, size_t count, bool inplace,
+               const CommUnderTest& cu);
+std::string case_name(const Case& c);
+// Cases whose name lacks this substring are not run (the same on every rank).
+extern std::string g_filter;
+bool filtered_out(const std::string& name);
+// Reduce_scatter's receive counts for base count `base`: some zero, the others uneven.
+size_t irregular_count(size_t base, int comm_rank);
+void run_case(const Case& c);
+
+}  // namespace gputest

@@ -1,0 +1,45 @@
+/* The case groups of efacoll_mpi_tests. Every case calls MPI_X (efacoll, when preloaded) and
+ * PMPI_X (the MPI library) with the same arguments on separate buffers and compares. */
+#ifndef EFACOLL_MPI_CASES_H
+#define EFACOLL_MPI_CASES_H
+
+#include <mpi.h>
+
+#include "mpi_test_util.h"
+
+typedef enum { RC_ALLREDUCE, RC_REDUCE_SCATTER, RC_REDUCE_SCATTER_BLOCK, RC_COUNT } red_coll;
+
+/* --- mpi_reduction_cases.c --- */
+/* The predefined (type, op) pairs MPI allows; see the table there. */
+const test_type* reduction_types(int* n);
+const test_op* reduction_ops(int* n);
+int pair_allowed(const test_type* t, const test_op* op);
+const test_type* find_type(MPI_Datatype type);
+const test_op* find_op(MPI_Op op);
+
+/* One case; count is the allreduce count, the total over ranks for reduce_scatter (split
+ * irregularly, with zeros) and the per-rank block for reduce_scatter_block. Returns 1 if it
+ * passed. expect_engine: the call must be counted as run by efacoll. */
+int run_reduction(red_coll coll, const test_type* t, const test_op* op, int count, MPI_Comm comm,
+                  const char* comm_name, int inplace, int expect_engine);
+
+/* Every allowed pair x counts {0, 1, size-1, 1001, multi-chunk} x the three collectives, out of
+ * place; in place at 1001 and multi-chunk. */
+void reduction_cases_full(MPI_Comm comm, const char* comm_name);
+/* A few types and ops, counts {1, size-1, 1001, multi-chunk}, in and out of place. */
+void reduction_cases_subset(MPI_Comm comm, const char* comm_name);
+
+/* --- mpi_allgather_cases.c --- */
+int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm comm,
+                  const char* comm_name, int inplace);
+/* MPI_INT, MPI_DOUBLE, MPI_CHAR, MPI_BYTE x counts incl. 0, in and out of place. */
+void allgather_cases(MPI_Comm comm, const char* comm_name, int full);
+
+/* --- mpi_misc_cases.c --- */
+void communicator_cases(void);
+void passthrough_cases(MPI_Comm comm, const char* comm_name);
+void intercomm_cases(void);
+void error_cases(MPI_Comm comm, const char* comm_name);
+void engine_counted_check(void);
+
+#endif
