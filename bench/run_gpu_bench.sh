@@ -2,7 +2,7 @@
 # Runs gpu_bench on a machine with 2 GPUs (no compiling): efacoll on GPU buffers against efacoll on
 # host buffers and NCCL, for each libfabric provider. Usage: bench/run_gpu_bench.sh [BUILD_DIR [OUT]]
 #   BUILD_DIR defaults to ./build; OUT (or $OUT) gets gpu_bench.log. PROVIDERS (default "shm tcp")
-#   and NP (default 2) override. About 2-4 minutes on 2 H200s.
+#   and NP (default 2) override. About 2 minutes on 2 H200s (each run has a time limit).
 # Exits 1 if any run failed or timed out (wrong results included), after running them all.
 set -uo pipefail
 
@@ -39,12 +39,13 @@ run() {
   echo | tee -a "$log"
 }
 
-# -r 3 -w 1: at 1 GB one call takes tenths of a second through tcp; adaptive iterations go down
-# to 3 per repeat there, so the largest size costs ~11 calls per implementation.
+# -r 3 -w 1: at 1 GB one call takes up to ~0.8 s through tcp; adaptive iterations go down to 3
+# per repeat there, so the largest size costs ~11 calls per implementation. Measured on 2 H200s:
+# allreduce ~30-40 s, allgather and reduce_scatter ~10 s, latency ~5 s per provider.
 for p in ${PROVIDERS:-shm tcp}; do
-  run 150 "$p" -c allreduce -b 1M -e 1G -r 3 -w 1
-  run 60 "$p" -c allgather -b 1M -e 256M -r 3 -w 1
-  run 60 "$p" -c reduce_scatter -b 1M -e 256M -r 3 -w 1
-  run 60 "$p" -l
+  run 120 "$p" -c allreduce -b 1M -e 1G -r 3 -w 1
+  run 45 "$p" -c allgather -b 1M -e 256M -r 3 -w 1
+  run 45 "$p" -c reduce_scatter -b 1M -e 256M -r 3 -w 1
+  run 30 "$p" -l
 done
 exit "$status"

@@ -63,6 +63,14 @@ const TypeEntry* type_table(size_t* n) {
       {MPI_C_FLOAT_COMPLEX, DType::kComplex64},
       {MPI_C_DOUBLE_COMPLEX, DType::kComplex128},
       {MPI_BYTE, DType::kByte},
+  // 16-bit floats exist only where the MPI defines them (MPICH 4 and its derivatives; not
+  // Open MPI 4.1).
+#ifdef MPIX_C_FLOAT16
+      {MPIX_C_FLOAT16, DType::kFloat16},
+#endif
+#ifdef MPIX_BFLOAT16
+      {MPIX_BFLOAT16, DType::kBFloat16},
+#endif
   };
   *n = sizeof(kTable) / sizeof(kTable[0]);
   return kTable;

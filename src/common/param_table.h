@@ -8,7 +8,7 @@
   X(kHostBuffers, "EFACOLL_HOST_BUFFERS", kBool, "0",                                             \
     "Run collectives on host buffers through efacoll too (by default only GPU buffers are).")     \
   X(kGpu, "EFACOLL_GPU", kBool, "1",                                                              \
-    "0: GPU buffers are not run by efacoll (they are staged through host memory to MPI, or "     \
+    "0: GPU buffers are not run by efacoll (they are staged through host memory to MPI, or "      \
     "handed to it where it is CUDA-aware).")                                                      \
   X(kEnable, "EFACOLL_ENABLE", kBool, "1",                                                        \
     "0 passes every call to the MPI library untouched (fabric is not opened).")                   \
@@ -29,21 +29,21 @@
     "Register local buffers and pass descriptors even where the provider does not ask "           \
     "(FI_MR_LOCAL): exercises EFA's registration rules on tcp/shm/udp.")                          \
   X(kMrCacheEntries, "EFACOLL_MR_CACHE_ENTRIES", kInteger, "64",                                  \
-    "Registrations of efacoll's own buffers kept for reuse (where the provider wants "          \
+    "Registrations of efacoll's own buffers kept for reuse (where the provider wants "            \
     "registered memory).")                                                                        \
-  X(kRequireGdr, "EFACOLL_REQUIRE_GDR", kBool, "0",                                              \
-    "Fail at MPI_Init unless GPU data can cross the fabric by GPUDirect RDMA (FI_HMEM).")        \
-  X(kStageSlots, "EFACOLL_STAGE_SLOTS", kInteger, "8",                                           \
-    "Pinned host slots per direction (each one chunk) for GPU data through a provider "          \
+  X(kRequireGdr, "EFACOLL_REQUIRE_GDR", kBool, "0",                                               \
+    "Fail at MPI_Init unless GPU data can cross the fabric by GPUDirect RDMA (FI_HMEM).")         \
+  X(kStageSlots, "EFACOLL_STAGE_SLOTS", kInteger, "8",                                            \
+    "Pinned host slots per direction (each one chunk) for GPU data through a provider "           \
     "without FI_HMEM.")                                                                           \
   X(kIdleProgressUs, "EFACOLL_IDLE_PROGRESS_US", kInteger, "500",                                 \
-    "Between collectives a thread progresses the provider this often (microseconds; 0: off): "  \
+    "Between collectives a thread progresses the provider this often (microseconds; 0: off): "    \
     "manual-progress providers (udp, EFA on libfabric < 2.1) need it for peers still finishing.") \
-  X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                \
-    "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "  \
-    ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")      \
+  X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                 \
+    "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "   \
+    ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")       \
   X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
-    "With the one-sided protocol, messages of at least this size are written; smaller ones "     \
+    "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
     "are sent.")                                                                                  \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \

@@ -107,10 +107,10 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
     scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
     return Status::ok();
   }
+  const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
   if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
   gpu_scratch_ = nullptr;
   gpu_scratch_bytes_ = 0;
-  const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
   EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
   gpu_scratch_bytes_ = want;
   gpu_scratch_device_ = device;

@@ -18,9 +18,9 @@ Status cuda_error(const char* call, cudaError_t err) {
                                  cudaGetErrorString(err) + ")");
 }
 
-#define EFACOLL_CUDA(call)                                 \
-  do {                                                     \
-    cudaError_t err_ = (call);                             \
+#define EFACOLL_CUDA(call)                                   \
+  do {                                                       \
+    cudaError_t err_ = (call);                               \
     if (err_ != cudaSuccess) return cuda_error(#call, err_); \
   } while (0)
 
@@ -29,13 +29,17 @@ Status cuda_error(const char* call, cudaError_t err) {
 class GpuLocalOps : public LocalOps {
  public:
   Status init() {
+    // Blocking streams: their work starts after work the caller queued on the legacy default
+    // stream, as with MPIs whose CUDA copies are synchronous (codes rely on memset-then-MPI).
+    // Work on the caller's other streams must be finished by the caller, as MPI asks.
     for (cudaStream_t* s : {&to_host_, &to_device_, &compute_}) {
-      EFACOLL_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(s, cudaStreamDefault));
     }
     return Status::ok();
   }
   ~GpuLocalOps() override {
-    for (cudaStream_t s : {to_host_, to_device_, compute_}) if (s) cudaStreamDestroy(s);
+    for (cudaStream_t s : {to_host_, to_device_, compute_})
+      if (s) cudaStreamDestroy(s);
     for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
   }
 
@@ -52,8 +56,9 @@ class GpuLocalOps : public LocalOps {
       completion->fn(completion, Status::ok(), bytes);
       return Status::ok();
     }
-    cudaStream_t s = kind == CopyKind::kDeviceToHost ? to_host_
-                     : kind == CopyKind::kHostToDevice ? to_device_ : compute_;
+    cudaStream_t s = kind == CopyKind::kDeviceToHost   ? to_host_
+                     : kind == CopyKind::kHostToDevice ? to_device_
+                                                       : compute_;
     EFACOLL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
     return track(s, completion, bytes);
   }
@@ -70,7 +75,8 @@ class GpuLocalOps : public LocalOps {
       it = pending_.erase(it);
       free_events_.push_back(p.event);
       ++*completed;
-      p.completion->fn(p.completion, err == cudaSuccess ? Status::ok() : cuda_error("GPU operation", err),
+      p.completion->fn(p.completion,
+                       err == cudaSuccess ? Status::ok() : cuda_error("GPU operation", err),
                        p.bytes);
     }
     return Status::ok();
@@ -170,7 +176,10 @@ std::unique_ptr<GpuRuntime> make_gpu_runtime(std::string* why_not) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    if (why_not) *why_not = std::string("no usable GPU: ") + cudaGetErrorString(err);
+    if (why_not) {
+      *why_not = err != cudaSuccess ? std::string("no usable GPU: ") + cudaGetErrorString(err)
+                                    : std::string("no GPU visible to this process");
+    }
     return nullptr;
   }
   return std::make_unique<CudaRuntime>();

@@ -90,6 +90,15 @@ class Counters:
         return c.engine_calls
 
 
+def mpi_is_cuda_aware():
+    try:
+        query = ctypes.CDLL(None).MPIX_Query_cuda_support
+    except (AttributeError, OSError):
+        return False
+    query.restype = ctypes.c_int
+    return query() == 1
+
+
 def data(seed, r, n, dtype, lo, hi):
     """Rank r's input: integers in [lo, hi] (exact in every dtype used)."""
     return np.random.default_rng([seed, r]).integers(lo, hi + 1, size=n).astype(dtype)
@@ -110,9 +119,14 @@ def main():
     if cp is None:
         return 0
     counters = Counters()
-    if rank == 0 and counters.fn is None:
-        print("NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): counter "
-              "checks skipped", flush=True)
+    if counters.fn is None:
+        if not mpi_is_cuda_aware():
+            report(False, "setup", "libefacoll.so is not preloaded and the MPI is not CUDA-aware: "
+                   "device pointers would crash it (mpirun -x LD_PRELOAD=<build>/lib/libefacoll.so)")
+            return finish()
+        if rank == 0:
+            print("NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): counter "
+                  "checks skipped", flush=True)
     stream = cp.cuda.get_current_stream()
 
     def run(name, coll, call, want, out):

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,12 @@
 #include "reference.h"
 
 namespace efacoll {
+
+// How gtest (and ctest's discovered names) print a (type, op) parameter; found by ADL.
+void PrintTo(const std::pair<DType, ROp>& p, std::ostream* os) {
+  *os << dtype_name(p.first) << " " << op_name(p.second);
+}
+
 namespace {
 
 using testing::Bytes;
@@ -33,17 +40,17 @@ const std::string& no_gpu_reason() {
   return reason;
 }
 
-#define SKIP_WITHOUT_GPU()                                                  \
-  do {                                                                      \
+#define SKIP_WITHOUT_GPU()                                                       \
+  do {                                                                           \
     if (!no_gpu_reason().empty()) GTEST_SKIP() << "no GPU: " << no_gpu_reason(); \
   } while (0)
 
 // Asserts a CUDA call succeeded, naming the call and the error.
-#define ASSERT_CUDA(call)                                                                     \
-  do {                                                                                        \
-    cudaError_t err_ = (call);                                                                \
+#define ASSERT_CUDA(call)                                                                  \
+  do {                                                                                     \
+    cudaError_t err_ = (call);                                                             \
     ASSERT_EQ(err_, cudaSuccess) << #call << " failed: " << cudaGetErrorName(err_) << " (" \
-                                 << cudaGetErrorString(err_) << ")";                         \
+                                 << cudaGetErrorString(err_) << ")";                       \
   } while (0)
 
 constexpr unsigned char kPoison = 0xA5;
@@ -65,7 +72,8 @@ std::string describe_difference(const Bytes& got, const Bytes& want, DType type)
   if (diff.empty() || got.size() != want.size()) return diff;
   const size_t esize = dtype_size(type);
   for (size_t i = 0; i < got.size(); i += esize) {
-    Bytes g(got.begin() + i, got.begin() + i + esize), w(want.begin() + i, want.begin() + i + esize);
+    Bytes g(got.begin() + i, got.begin() + i + esize),
+        w(want.begin() + i, want.begin() + i + esize);
     if (!testing::compare(g, w, type).empty()) {
       return diff + ": index " + std::to_string(i / esize) + " got 0x" + hex(g.data(), esize) +
              " expected 0x" + hex(w.data(), esize) + " (little-endian bytes)";
@@ -134,8 +142,8 @@ class GpuReduce : public ::testing::TestWithParam<std::pair<DType, ROp>> {
   void fill(const DeviceBuffer& buf, const Bytes& input) {
     ASSERT_CUDA(cudaMemsetAsync(buf.data() - buf.offset(), kPoison, buf.total(), stream_));
     if (!input.empty()) {
-      ASSERT_CUDA(cudaMemcpyAsync(buf.data(), input.data(), input.size(), cudaMemcpyHostToDevice,
-                                  stream_));
+      ASSERT_CUDA(
+          cudaMemcpyAsync(buf.data(), input.data(), input.size(), cudaMemcpyHostToDevice, stream_));
     }
   }
 
@@ -187,8 +195,8 @@ class GpuReduce : public ::testing::TestWithParam<std::pair<DType, ROp>> {
       if (i >= dst->offset() && i < dst->offset() + bytes) continue;
       if (whole[i] != kPoison) {
         ADD_FAILURE() << "byte " << static_cast<long>(i) - static_cast<long>(dst->offset())
-                      << " relative to dst (outside the " << bytes
-                      << "-byte result) changed: 0x" << hex(&whole[i], 1) << " instead of 0xa5";
+                      << " relative to dst (outside the " << bytes << "-byte result) changed: 0x"
+                      << hex(&whole[i], 1) << " instead of 0xa5";
         break;
       }
     }
@@ -200,8 +208,8 @@ class GpuReduce : public ::testing::TestWithParam<std::pair<DType, ROp>> {
 TEST_P(GpuReduce, MatchesHostReference) {
   const auto [type, op] = GetParam();
   for (size_t count : {size_t(1), size_t(7), size_t(1000), size_t(65537)}) {
-    for (Layout layout : {Layout::kAligned, Layout::kAllOffset, Layout::kOneOffset,
-                          Layout::kDstIsA, Layout::kDstIsBOffset}) {
+    for (Layout layout : {Layout::kAligned, Layout::kAllOffset, Layout::kOneOffset, Layout::kDstIsA,
+                          Layout::kDstIsBOffset}) {
       SCOPED_TRACE(std::string(dtype_name(type)) + " " + op_name(op) + ", count " +
                    std::to_string(count) + ", " + layout_name(layout));
       run_case(type, op, count, layout);
@@ -232,8 +240,8 @@ TEST(GpuReduceStream, QueuedLaunchesStayOrdered) {
   ASSERT_CUDA(cudaMemcpyAsync(inc.data(), one.data(), count * 4, cudaMemcpyHostToDevice, stream));
   const int kLaunches = 50;
   for (int i = 0; i < kLaunches; ++i) {
-    Status st = gpu_reduce(acc.data(), acc.data(), inc.data(), count, DType::kInt32, ROp::kSum,
-                           stream);
+    Status st =
+        gpu_reduce(acc.data(), acc.data(), inc.data(), count, DType::kInt32, ROp::kSum, stream);
     ASSERT_TRUE(st.is_ok()) << "launch " << i << ": " << st.to_string();
   }
   std::vector<int32_t> got(count);
@@ -247,10 +255,9 @@ TEST(GpuReduceStream, QueuedLaunchesStayOrdered) {
 
 // Argument checks that return before any CUDA call: these run without a GPU too.
 TEST(GpuReduceArguments, RejectsPairsTheStandardForbids) {
-  for (auto [type, op] : {std::make_pair(DType::kFloat32, ROp::kBand),
-                          std::make_pair(DType::kBool, ROp::kSum),
-                          std::make_pair(DType::kByte, ROp::kSum),
-                          std::make_pair(DType::kComplex64, ROp::kMax)}) {
+  for (auto [type, op] :
+       {std::make_pair(DType::kFloat32, ROp::kBand), std::make_pair(DType::kBool, ROp::kSum),
+        std::make_pair(DType::kByte, ROp::kSum), std::make_pair(DType::kComplex64, ROp::kMax)}) {
     Status st = gpu_reduce(nullptr, nullptr, nullptr, 16, type, op, nullptr);
     EXPECT_EQ(st.code(), Code::kUnsupported) << dtype_name(type) << " " << op_name(op);
   }
@@ -279,8 +286,8 @@ TEST(ReduceGeometry, ScalarWhenAnyPointerIsMisaligned) {
       uintptr_t p[3] = {0x10000, 0x20000, 0x30000};
       p[which] += off;
       LaunchGeometry g = reduce_geometry(1000, esize, at(p[0]), at(p[1]), at(p[2]), 132);
-      EXPECT_EQ(g.vector_width, 1u) << "element size " << esize << ", pointer " << which
-                                    << " offset by " << off;
+      EXPECT_EQ(g.vector_width, 1u)
+          << "element size " << esize << ", pointer " << which << " offset by " << off;
     }
   }
 }
@@ -316,8 +323,8 @@ TEST(ReduceGeometry, EnoughThreadsForTheCountAndNoMore) {
         const int sms = 1 << 14;  // never the limit here
         LaunchGeometry g = reduce_geometry(count, esize, at(aligned ? 0x10000 : misaligned),
                                            at(0x20000), at(0x30000), sms);
-        SCOPED_TRACE("count " + std::to_string(count) + ", element size " +
-                     std::to_string(esize) + (aligned ? ", aligned" : ", misaligned"));
+        SCOPED_TRACE("count " + std::to_string(count) + ", element size " + std::to_string(esize) +
+                     (aligned ? ", aligned" : ", misaligned"));
         ASSERT_GE(g.blocks, 1u);
         ASSERT_GE(g.threads, 1u);
         ASSERT_GE(g.vector_width, 1u);

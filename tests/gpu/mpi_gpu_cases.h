@@ -42,7 +42,8 @@ struct Case {
 Case make_case(Coll coll, const TypeDesc& t, Op op, size_t count, bool inplace,
                const CommUnderTest& cu);
 std::string case_name(const Case& c);
-// Cases whose name lacks this substring are not run (the same on every rank).
+// Cases whose name contains none of these '|'-separated substrings are not run (the same on
+// every rank: mpirun gives every rank the same arguments).
 extern std::string g_filter;
 bool filtered_out(const std::string& name);
 // Reduce_scatter's receive counts for base count `base`: some zero, the others uneven.

@@ -208,8 +208,8 @@ std::vector<std::pair<const TypeDesc*, const OpDesc*>> allowed_pairs() {
     switch (t.kind) {
       case Kind::kSigned:
       case Kind::kUnsigned:
-        ops = {Op::kSum,  Op::kProd, Op::kMin,  Op::kMax, Op::kLand,
-               Op::kLor,  Op::kLxor, Op::kBand, Op::kBor, Op::kBxor};
+        ops = {Op::kSum, Op::kProd, Op::kMin,  Op::kMax, Op::kLand,
+               Op::kLor, Op::kLxor, Op::kBand, Op::kBor, Op::kBxor};
         break;
       case Kind::kFloat:
         ops = {Op::kSum, Op::kProd, Op::kMin, Op::kMax};
@@ -279,14 +279,16 @@ long first_mismatch(const TypeDesc& t, const uint8_t* got, const uint8_t* want, 
   if (!by_value) {
     if (count == 0 || std::memcmp(got, want, count * t.size) == 0) return -1;
     for (size_t i = 0; i < count; ++i) {
-      if (std::memcmp(got + i * t.size, want + i * t.size, t.size) != 0) return static_cast<long>(i);
+      if (std::memcmp(got + i * t.size, want + i * t.size, t.size) != 0)
+        return static_cast<long>(i);
     }
     return -1;
   }
   return dispatch(t, [&](auto tag) -> long {
     using T = decltype(tag);
     for (size_t i = 0; i < count; ++i) {
-      if (!equal_by_value<T>(got + i * sizeof(T), want + i * sizeof(T))) return static_cast<long>(i);
+      if (!equal_by_value<T>(got + i * sizeof(T), want + i * sizeof(T)))
+        return static_cast<long>(i);
     }
     return -1;
   });
@@ -299,10 +301,11 @@ std::string format_elem(const TypeDesc& t, const uint8_t* buf, size_t i) {
     std::memcpy(&v, buf + i * sizeof(T), sizeof(T));
     char text[96];
     if constexpr (IsCplx<T>::value) {
-      std::snprintf(text, sizeof(text), "(%.9g, %.9g)", static_cast<double>(v.re),
+      const int digits = sizeof(v.re) == 4 ? 9 : 17;  // enough to tell any two values apart
+      std::snprintf(text, sizeof(text), "(%.*g, %.*g)", digits, static_cast<double>(v.re), digits,
                     static_cast<double>(v.im));
     } else if constexpr (std::is_floating_point<T>::value) {
-      std::snprintf(text, sizeof(text), "%.9g", static_cast<double>(v));
+      std::snprintf(text, sizeof(text), "%.*g", sizeof(T) == 4 ? 9 : 17, static_cast<double>(v));
     } else if constexpr (std::is_signed<T>::value) {
       std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(v));
     } else {

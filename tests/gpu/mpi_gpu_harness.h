@@ -23,8 +23,8 @@ struct Context {
   bool engine_active = false;  // efacoll_provider() returned a provider
   int (*get_counters)(efacoll_collective, efacoll_counters*) = nullptr;
   long passed = 0, failed = 0;
-  long max_reports = 40;  // failure lines printed per rank; later ones only counted
-  bool verbose = false;   // rank 0 names each case before its call
+  long max_reports = 40;     // failure lines printed per rank; later ones only counted
+  bool verbose = false;      // rank 0 names each case before its call
   bool host_memory = false;  // --host-memory: every buffer is malloc'ed (self-test, no GPU)
 };
 extern Context g_ctx;
@@ -56,9 +56,9 @@ class TestBuf {
   ~TestBuf();
   // Each returns "" or what went wrong.
   std::string allocate(Where where, size_t offset, size_t bytes);
-  std::string poison();                           // every byte kPoison
+  std::string poison();                                  // every byte kPoison
   std::string upload(const Bytes& data, size_t at = 0);  // into the region, `at` bytes in
-  std::string download(Bytes* whole) const;       // the whole allocation
+  std::string download(Bytes* whole) const;              // the whole allocation
   uint8_t* ptr() const { return base_ + offset_; }
   size_t offset() const { return offset_; }
   size_t bytes() const { return bytes_; }

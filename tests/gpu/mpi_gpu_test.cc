@@ -4,7 +4,7 @@
 // passed the others (MINLOC, a user-defined op, a derived datatype, two GPUs) to MPI, staged
 // through host memory: the host MPI is not CUDA-aware and would crash on a device pointer.
 //
-//   efacoll_mpi_gpu_tests [--large] [--verbose] [--filter=SUBSTRING] [--host-memory]
+//   efacoll_mpi_gpu_tests [--large] [--verbose] [--filter=TEXT|TEXT...] [--host-memory]
 // Prints "N passed, M failed" on rank 0 (exit 1 when M > 0), or "SKIP: no GPU (<reason>)".
 // --host-memory checks this program where there is no GPU: every buffer is host memory, so with
 // EFACOLL_HOST_BUFFERS=1 efacoll runs the same cases on the host.
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
 #include "mpi_gpu_cases.h"
 
 using namespace gputest;
@@ -52,15 +53,16 @@ void every_pair(const std::vector<const CommUnderTest*>& comms) {
 
 void counts(const CommUnderTest& world) {
   const std::pair<const char*, Op> pairs[] = {
-      {"MPI_FLOAT", Op::kSum},        {"MPI_INT", Op::kMax},
-      {"MPI_DOUBLE", Op::kProd},      {"MPI_SIGNED_CHAR", Op::kSum},
+      {"MPI_FLOAT", Op::kSum},          {"MPI_INT", Op::kMax},
+      {"MPI_DOUBLE", Op::kProd},        {"MPI_SIGNED_CHAR", Op::kSum},
       {"MPI_UNSIGNED_LONG", Op::kBxor}, {"MPI_C_DOUBLE_COMPLEX", Op::kProd},
-      {"MPI_C_BOOL", Op::kLxor},      {"MPI_BYTE", Op::kBor}};
+      {"MPI_C_BOOL", Op::kLxor},        {"MPI_BYTE", Op::kBor}};
   const size_t sizes[] = {0, 1, 7, 1001, (size_t(1) << 20) + 3};
   for (auto [tname, op] : pairs) {
     for (size_t n : sizes) {
       for (Coll coll : kReductions) {
-        for (bool inplace : {false, true}) run_case(make_case(coll, type_named(tname), op, n, inplace, world));
+        for (bool inplace : {false, true})
+          run_case(make_case(coll, type_named(tname), op, n, inplace, world));
       }
     }
   }
@@ -90,7 +92,7 @@ void mixed_buffers(const CommUnderTest& world) {
     for (const Variant& v : variants) {
       for (Coll coll : kAll) {
         Case c = make_case(coll, type_named(v.type), coll == Coll::kAllgather ? Op::kNone : v.op,
-                      v.count, false, world);
+                           v.count, false, world);
         c.send_where = sw;
         c.recv_where = rw;
         run_case(c);
@@ -163,9 +165,10 @@ void minloc(const CommUnderTest& cu, Coll coll, bool inplace) {
   if (!all_true(cu.comm, err.empty())) return;
   const void* sbuf = inplace ? MPI_IN_PLACE : send.ptr();
   const CounterSnapshot before = counters_now();
+  const int n = static_cast<int>(items);
   int rc = coll == Coll::kAllreduce
-               ? MPI_Allreduce(sbuf, recv.ptr(), items, MPI_2INT, MPI_MINLOC, cu.comm)
-               : MPI_Reduce_scatter_block(sbuf, recv.ptr(), items, MPI_2INT, MPI_MINLOC, cu.comm);
+               ? MPI_Allreduce(sbuf, recv.ptr(), n, MPI_2INT, MPI_MINLOC, cu.comm)
+               : MPI_Reduce_scatter_block(sbuf, recv.ptr(), n, MPI_2INT, MPI_MINLOC, cu.comm);
   if (!check(rc == MPI_SUCCESS, name, "returned " + mpi_error_text(rc))) return;
   const std::string counted = counted_once(before, counter_of(coll), false);
   check(counted.empty(), name, counted);
@@ -176,6 +179,8 @@ void minloc(const CommUnderTest& cu, Coll coll, bool inplace) {
                          reinterpret_cast<uint8_t*>(want.data() + want.size()));
   check_elements(name, "result (value, index pairs as ints)", type_named("MPI_INT"), whole.data(),
                  want_bytes, 2 * items, true);
+  err = guard_intact(whole, 0, inplace ? in_bytes.size() : items * 8, 0);
+  check(err.empty(), name, "receive buffer: " + err);
 }
 
 void pass_through(const std::vector<const CommUnderTest*>& comms, MPI_Op user_op,
@@ -209,8 +214,8 @@ void pass_through(const std::vector<const CommUnderTest*>& comms, MPI_Op user_op
         "was called with a device pointer (GPU data reached the non-CUDA-aware MPI)");
   if (!two_gpus) return;
   for (Coll coll : kAll) {
-    Case c = make_case(coll, type_named("MPI_FLOAT"), coll == Coll::kAllgather ? Op::kNone : Op::kSum,
-                  1001, false, *comms[0]);
+    Case c = make_case(coll, type_named("MPI_FLOAT"),
+                       coll == Coll::kAllgather ? Op::kNone : Op::kSum, 1001, false, *comms[0]);
     c.send_where = Where::kOtherDevice;  // "buffers on two GPUs": staged to MPI
     c.expect_engine = false;
     run_case(c);
@@ -234,64 +239,37 @@ void large(const CommUnderTest& world) {
   run_case(r);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  PMPI_Comm_rank(MPI_COMM_WORLD, &g_ctx.world_rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &g_ctx.world_size);
-  const bool root = g_ctx.world_rank == 0;
-  bool with_large = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--large") {
-      with_large = true;
-    } else if (a == "--verbose") {
-      g_ctx.verbose = true;
-    } else if (a == "--host-memory") {
-      g_ctx.host_memory = true;
-    } else if (a.rfind("--filter=", 0) == 0) {
-      g_filter = a.substr(9);
-    } else {
-      if (root) {
-        std::printf("usage: %s [--large] [--verbose] [--filter=SUBSTRING] [--host-memory]\n",
-                    argv[0]);
-      }
-      MPI_Finalize();
-      return 2;
-    }
-  }
-
+// Picks this rank's GPU; "" or why it cannot be used. SKIP (returns false) when a rank sees none.
+bool select_gpu(std::string* err) {
   int ndev = 0;
-  if (g_ctx.host_memory) return run_all(with_large, 0, "");
   const cudaError_t derr = cudaGetDeviceCount(&ndev);
   std::string why = cuda_text("cudaGetDeviceCount", derr);
   if (why.empty() && ndev == 0) why = "cudaGetDeviceCount found 0 devices";
   if (!all_true(MPI_COMM_WORLD, why.empty())) {
-    if (root) std::printf("SKIP: no GPU (%s)\n", why.empty() ? "another rank has none" : why.c_str());
-    std::fflush(stdout);
-    MPI_Finalize();
-    return 0;
+    if (g_ctx.world_rank == 0) {
+      std::printf("SKIP: no GPU (%s)\n", why.empty() ? "another rank has none" : why.c_str());
+      std::fflush(stdout);
+    }
+    return false;
   }
   const char* local_env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   if (!local_env) local_env = std::getenv("MPI_LOCALRANKID");
   const int local = local_env ? std::atoi(local_env) : g_ctx.world_rank;
   g_ctx.device_count = ndev;
   g_ctx.device = local % ndev;
-  std::string err = cuda_text("cudaSetDevice", cudaSetDevice(g_ctx.device));
-  if (err.empty()) err = cuda_text("cudaFree(0) (context creation)", cudaFree(nullptr));
+  *err = cuda_text("cudaSetDevice", cudaSetDevice(g_ctx.device));
+  if (err->empty()) *err = cuda_text("cudaFree(0) (context creation)", cudaFree(nullptr));
   char bus[32] = "?";
   cudaDeviceGetPCIBusId(bus, sizeof(bus), g_ctx.device);
   std::printf("rank %d: local rank %d, GPU %d of %d (PCI %s)%s%s\n", g_ctx.world_rank, local,
-              g_ctx.device, ndev, bus, err.empty() ? "" : ": ", err.c_str());
+              g_ctx.device, ndev, bus, err->empty() ? "" : ": ", err->c_str());
   std::fflush(stdout);
-  if (!all_true(MPI_COMM_WORLD, err.empty())) {
-    check(false, "setup", err.empty() ? "another rank could not use its GPU" : err);
-    const int rc = finish();
-    MPI_Finalize();
-    return rc;
-  }
+  return true;
+}
 
+// Everything after the GPU is chosen; returns the exit code.
+int run_all(bool with_large) {
+  const bool root = g_ctx.world_rank == 0;
   *reinterpret_cast<void**>(&g_ctx.get_counters) = dlsym(RTLD_DEFAULT, "efacoll_get_counters");
   auto provider = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "efacoll_provider"));
   const char* prov = provider ? provider() : nullptr;
@@ -299,25 +277,26 @@ int main(int argc, char** argv) {
   auto cuda_support = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support"));
   const bool aware = cuda_support && cuda_support() == 1;
   if (root) {
-    std::printf("efacoll_mpi_gpu_tests: %d ranks, %d GPU(s) visible per rank, MPI %sCUDA-aware, "
-                "efacoll provider %s%s\n",
-                g_ctx.world_size, ndev, aware ? "" : "not ", prov ? prov : "(none)",
-                with_large ? ", with --large" : "");
+    std::printf(
+        "efacoll_mpi_gpu_tests: %d ranks, %d GPU(s) visible per rank, MPI %sCUDA-aware, "
+        "efacoll provider %s%s%s\n",
+        g_ctx.world_size, g_ctx.device_count, aware ? "" : "not ", prov ? prov : "(none)",
+        with_large ? ", with --large" : "",
+        g_ctx.host_memory ? ", --host-memory: every buffer is host memory" : "");
     if (!g_ctx.get_counters) {
-      std::printf("NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): "
-                  "counter assertions skipped\n");
+      std::printf(
+          "NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): "
+          "counter assertions skipped\n");
     } else if (!prov) {
       std::printf("NOTE: efacoll is inactive (EFACOLL_ENABLE=0?): engine-call assertions fail\n");
     }
     std::fflush(stdout);
   }
-  if (!provider && !aware) {
+  if (!provider && !aware && !g_ctx.host_memory) {
     check(false, "setup",
           "libefacoll.so is not preloaded and the MPI is not CUDA-aware: device buffers would "
           "crash it (mpirun -x LD_PRELOAD=<build>/lib/libefacoll.so ...)");
-    const int rc = finish();
-    MPI_Finalize();
-    return rc;
+    return finish();
   }
 
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -346,7 +325,7 @@ int main(int argc, char** argv) {
   MPI_Datatype int_pair;
   MPI_Type_contiguous(2, MPI_INT, &int_pair);
   MPI_Type_commit(&int_pair);
-  const bool two_gpus = all_true(MPI_COMM_WORLD, ndev >= 2);
+  const bool two_gpus = all_true(MPI_COMM_WORLD, g_ctx.device_count >= 2);
 
   if (split_ok) {
     const std::vector<const CommUnderTest*> comms = {&world, &split};
@@ -356,13 +335,56 @@ int main(int argc, char** argv) {
     section("host and device buffers mixed", [&] { mixed_buffers(world); });
     section("passed to MPI, staged: MINLOC, user-defined op, derived datatype, two GPUs",
             [&] { pass_through(comms, user_op, int_pair, two_gpus); });
-    if (with_large) section("large: 256 MiB allreduce, 64 MiB allgather and reduce_scatter_block",
-                            [&] { large(world); });
+    if (with_large) {
+      section("large: 256 MiB allreduce, 64 MiB allgather and reduce_scatter_block",
+              [&] { large(world); });
+    }
   }
   const int rc = finish();
   MPI_Type_free(&int_pair);
   MPI_Op_free(&user_op);
   MPI_Comm_free(&split.comm);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g_ctx.world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &g_ctx.world_size);
+  bool with_large = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--large") {
+      with_large = true;
+    } else if (a == "--verbose") {
+      g_ctx.verbose = true;
+    } else if (a == "--host-memory") {
+      g_ctx.host_memory = true;
+    } else if (a.rfind("--filter=", 0) == 0) {
+      g_filter = a.substr(9);
+    } else {
+      if (g_ctx.world_rank == 0) {
+        std::printf("usage: %s [--large] [--verbose] [--filter=TEXT|TEXT...] [--host-memory]\n",
+                    argv[0]);
+      }
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  int rc = 0;
+  std::string err;
+  if (g_ctx.host_memory) {
+    rc = run_all(with_large);
+  } else if (select_gpu(&err)) {
+    if (all_true(MPI_COMM_WORLD, err.empty())) {
+      rc = run_all(with_large);
+    } else {
+      check(false, "setup", err.empty() ? "another rank could not use its GPU" : err);
+      rc = finish();
+    }
+  }
   MPI_Finalize();
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "policy/efa_presence.h"
+#include "policy/gdr_policy.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
 
@@ -106,6 +107,49 @@ TEST(EfaPresence, FindsAmazonDevicesInAFixtureTree) {
   add("rdmap16s27", "0x1d0f");
   EXPECT_EQ(efa_devices(root), std::vector<std::string>{"rdmap16s27"});
   std::system(("rm -rf " + root).c_str());
+}
+
+}  // namespace
+}  // namespace efacoll
+
+namespace efacoll {
+namespace {
+
+TEST(GdrPolicy, InstanceFamiliesThatHaveGpuDirect) {
+  for (const char* t :
+       {"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"}) {
+    EXPECT_TRUE(instance_expects_gdr(t)) << t;
+  }
+  for (const char* t : {"p3dn.24xlarge", "g5.48xlarge", "p5.4xlarge", "c5n.18xlarge", ""}) {
+    EXPECT_FALSE(instance_expects_gdr(t)) << t;
+  }
+}
+
+TEST(GdrPolicy, WithFiHmemNothingToSay) {
+  GdrDecision d = decide_gdr("efa", true, true, "p5.48xlarge", true);
+  EXPECT_TRUE(d.ok);
+  EXPECT_TRUE(d.warning.empty());
+}
+
+TEST(GdrPolicy, MissingGpuDirectOnP5WarnsThatDataIsStaged) {
+  GdrDecision d = decide_gdr("efa", false, true, "p5.48xlarge", false);
+  EXPECT_TRUE(d.ok);
+  EXPECT_NE(d.warning.find("staged through host memory"), std::string::npos);
+  EXPECT_NE(d.warning.find("EFACOLL_REQUIRE_GDR=1"), std::string::npos);
+}
+
+TEST(GdrPolicy, RequireGdrFailsWithoutFiHmem) {
+  for (const char* provider : {"efa", "tcp"}) {
+    GdrDecision d = decide_gdr(provider, false, true, "p4d.24xlarge", true);
+    EXPECT_FALSE(d.ok);
+    EXPECT_NE(d.error.find("no FI_HMEM"), std::string::npos);
+  }
+}
+
+TEST(GdrPolicy, NoWarningWhereGpuDirectIsNotExpected) {
+  EXPECT_TRUE(decide_gdr("tcp", false, true, "p5.48xlarge", false).warning.empty());
+  EXPECT_TRUE(decide_gdr("efa", false, true, "g5.48xlarge", false).warning.empty());
+  EXPECT_TRUE(decide_gdr("efa", false, false, "p5.48xlarge", false).warning.empty());
 }
 
 }  // namespace

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Everything efacoll needs checked on a GPU machine, in one run, from a build made elsewhere
+# (nothing is compiled here):
+#
+#   scripts/gpu_check.sh [BUILD]        BUILD: the build directory (default build-gpu)
+#
+# Steps (select with STEPS="unit mpi cupy"; a word selects a step or its group, e.g. "mpi"
+# selects mpi-tcp and mpi-shm; default: all):
+#   info       nvidia-smi -L, nvidia-smi topo -m
+#   ldd        libefacoll.so and the test binaries resolve every library
+#   unit       efacoll_gpu_unit_tests (kernels against the host reference)
+#   mpi-tcp    efacoll_mpi_gpu_tests --large, NP ranks, EFACOLL_PROVIDER=tcp
+#   mpi-shm    the same on shm
+#   chunk-tcp  efacoll_mpi_gpu_tests with EFACOLL_CHUNK_SIZE=65536 (multi-chunk pipelines)
+#   chunk-shm  the same on shm
+#   np4-tcp    4 ranks sharing the GPUs (--oversubscribe), tcp
+#   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
+# Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
+# TOTAL_TIMEOUT (seconds for the whole run, default 560: steps that would start later are not
+# run), MPI_TEST_ARGS (extra arguments for efacoll_mpi_gpu_tests, e.g. --verbose),
+# EFACOLL_TIMEOUT (efacoll's own deadline inside the tests, default 120), OUT (when set, the
+# log goes to $OUT/gpu_check.log and each step's output to $OUT/gpu_check/<step>.log).
+# A step that prints "SKIP: no GPU" FAILS: this script only runs where GPUs are.
+# Exit status: 0 when every selected step passed, 1 otherwise.
+set -u -o pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_ARG="${1:-build-gpu}"
+if [[ -d "$BUILD_ARG" ]]; then
+  BUILD="$(cd "$BUILD_ARG" && pwd)"
+elif [[ -d "$REPO/$BUILD_ARG" ]]; then
+  BUILD="$(cd "$REPO/$BUILD_ARG" && pwd)"
+else
+  BUILD="$BUILD_ARG"  # reported as missing by the steps that need it
+fi
+NP="${NP:-2}"
+STEPS="${STEPS:-all}"
+STEP_TIMEOUT="${STEP_TIMEOUT:-300}"
+TOTAL_TIMEOUT="${TOTAL_TIMEOUT:-560}"
+MPI_TEST_ARGS="${MPI_TEST_ARGS:-}"
+EFACOLL_TIMEOUT="${EFACOLL_TIMEOUT:-120}"
+export NCCL_NVLS_ENABLE=0
+
+if [[ -n "${OUT:-}" ]]; then
+  mkdir -p "$OUT/gpu_check"
+  LOG_DIR="$OUT/gpu_check"
+  exec > >(tee -a "$OUT/gpu_check.log") 2>&1
+  TEE_PID=$!
+else
+  LOG_DIR="$(mktemp -d /tmp/gpu_check.XXXXXX)"
+fi
+
+LIB="$BUILD/lib/libefacoll.so"
+UNIT="$BUILD/bin/efacoll_gpu_unit_tests"
+MPITEST="$BUILD/bin/efacoll_mpi_gpu_tests"
+CUPY_SCRIPT="$REPO/tests/gpu/cupy_allreduce.py"
+START=$SECONDS
+declare -a RESULT_STEP=() RESULT_STATUS=() RESULT_TIME=() RESULT_NOTE=() MPIRUN_CMD=()
+
+echo "gpu_check: repo $REPO, build $BUILD, NP=$NP, STEPS=\"$STEPS\", step timeout ${STEP_TIMEOUT}s," \
+  "total ${TOTAL_TIMEOUT}s, logs in $LOG_DIR"
+echo "gpu_check: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
+
+selected() {  # selected STEP: STEPS names it, its group (the part before '-') or "all"
+  local step="$1" word
+  for word in $STEPS; do
+    [[ "$word" == all || "$word" == "$step" || "$word" == "${step%%-*}" ]] && return 0
+  done
+  return 1
+}
+
+record() {  # record STEP STATUS SECONDS NOTE
+  RESULT_STEP+=("$1")
+  RESULT_STATUS+=("$2")
+  RESULT_TIME+=("$3")
+  RESULT_NOTE+=("$4")
+  echo "---- $1: $2${4:+ ($4)}"
+}
+
+need_files() {  # need_files FILE...: "" or what is missing
+  local f missing=""
+  for f in "$@"; do
+    [[ -e "$f" ]] || missing+="${missing:+, }$f"
+  done
+  [[ -z "$missing" ]] || echo "missing $missing (build efacoll, efacoll_gpu_unit_tests and efacoll_mpi_gpu_tests with CUDA on the build machine)"
+}
+
+# Checks common to every step's output; prints the reason for failing, or nothing.
+output_problem() {  # output_problem LOGFILE KIND   KIND: plain | gtest | mpi
+  local log="$1" kind="$2" line failed
+  if grep -q "SKIP: no GPU" "$log"; then
+    echo "printed \"$(grep -m1 "SKIP: no GPU" "$log")\" on a GPU machine"
+    return
+  fi
+  case "$kind" in
+    gtest)
+      if grep -q '^\[  SKIPPED \]' "$log"; then
+        echo "$(grep -m1 -E '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -oE '[0-9]+ tests?')" \
+          "skipped, e.g. $(grep -m1 -A1 'Skipped$' "$log" | tail -1)"
+      elif ! grep -q '^\[  PASSED  \]' "$log"; then
+        echo "no \"[  PASSED  ]\" line"
+      fi
+      ;;
+    mpi)
+      line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)"
+      if [[ -z "$line" ]]; then
+        echo "no \"N passed, M failed\" line (crashed or hung?)"
+        return
+      fi
+      failed="$(echo "$line" | awk '{print $3}')"
+      if [[ "$failed" != 0 ]]; then
+        echo "$line; first: $(grep -m1 '^FAIL' "$log" | cut -c1-300)"
+        return
+      fi
+      if grep -q "GPU path none" "$log"; then
+        echo "efacoll has no GPU path: $(grep -m1 -o 'GPU path none[^,]*' "$log")"
+      fi
+      ;;
+  esac
+}
+
+# run_step NAME KIND COMMAND...: runs under timeout, logs, judges, records.
+run_step() {
+  local name="$1" kind="$2" log="$LOG_DIR/$1.log" left limit rc t0 problem status
+  shift 2
+  echo
+  echo "==================== $name ===================="
+  left=$((TOTAL_TIMEOUT - (SECONDS - START)))
+  if ((left < 20)); then
+    record "$name" "NOT RUN" 0 "out of time: TOTAL_TIMEOUT=${TOTAL_TIMEOUT}s spent"
+    return
+  fi
+  limit=$((STEP_TIMEOUT < left - 10 ? STEP_TIMEOUT : left - 10))
+  echo "\$ $*"
+  t0=$SECONDS
+  timeout --kill-after=15 "$limit" "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  problem="$(output_problem "$log" "$kind")"
+  if ((rc == 124 || rc == 137)); then
+    problem="timed out after ${limit}s${problem:+; $problem}"
+  elif ((rc != 0)); then
+    problem="exit status $rc${problem:+; $problem}"
+  fi
+  status=PASS
+  [[ -z "$problem" ]] || status=FAIL
+  record "$name" "$status" $((SECONDS - t0)) "$problem"
+}
+
+# mpirun_cmd NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS...: sets MPIRUN_CMD.
+mpirun_cmd() {
+  local np="$1" provider="$2"
+  shift 2
+  # shellcheck disable=SC2054  # the commas belong to OMPI_MCA_btl's value
+  MPIRUN_CMD=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np"
+    -x "LD_PRELOAD=$LIB" -x "EFACOLL_PROVIDER=$provider" -x EFACOLL_DEBUG=INFO
+    -x EFACOLL_DEBUG_SUBSYS=INIT -x EFACOLL_STATS=1 -x "EFACOLL_TIMEOUT=$EFACOLL_TIMEOUT"
+    -x NCCL_NVLS_ENABLE=0 -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,vader,tcp)
+  while (($# > 0)) && [[ "$1" != -- ]]; do
+    MPIRUN_CMD+=(-x "$1")
+    shift
+  done
+  shift
+  MPIRUN_CMD+=("$@")
+}
+
+# --- steps ---
+if selected info && ! command -v nvidia-smi >/dev/null; then
+  echo; echo "==================== info ===================="
+  record info FAIL 0 "nvidia-smi not on PATH (no NVIDIA driver?)"
+elif selected info; then
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  run_step info plain bash -c 'nvidia-smi -L && nvidia-smi topo -m &&
+    test "$(nvidia-smi -L | grep -c "^GPU")" -ge 1'
+fi
+
+if selected ldd; then
+  missing="$(need_files "$LIB" "$UNIT" "$MPITEST")"
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== ldd ===================="
+    record ldd FAIL 0 "$missing"
+  else
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    run_step ldd plain bash -c 'rc=0
+      for f in "$@"; do
+        echo "# ldd $f"; ldd "$f" || rc=1
+        if ldd "$f" | grep -q "not found"; then echo "MISSING for $f:"; ldd "$f" | grep "not found"; rc=1; fi
+      done
+      exit $rc' ldd "$LIB" "$UNIT" "$MPITEST"
+  fi
+fi
+
+if selected unit; then
+  missing="$(need_files "$UNIT")"
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== unit ===================="
+    record unit FAIL 0 "$missing"
+  else
+    run_step unit gtest "$UNIT"
+  fi
+fi
+
+mpi_step() {  # mpi_step NAME NP PROVIDER [ENV=VALUE...] -- ARGS...
+  local name="$1" np="$2" provider="$3" missing
+  shift 3
+  selected "$name" || return 0
+  missing="$(need_files "$LIB" "$MPITEST")"
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== $name ===================="
+    record "$name" FAIL 0 "$missing"
+    return 0
+  fi
+  local -a envs=()
+  while (($# > 0)) && [[ "$1" != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  local -a extra=()
+  read -r -a extra <<<"$MPI_TEST_ARGS"
+  mpirun_cmd "$np" "$provider" "${envs[@]}" -- "$MPITEST" "$@" "${extra[@]}"
+  run_step "$name" mpi "${MPIRUN_CMD[@]}"
+}
+
+mpi_step mpi-tcp "$NP" tcp -- --large
+mpi_step mpi-shm "$NP" shm -- --large
+mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 --
+mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 --
+mpi_step np4-tcp 4 tcp --
+
+if selected cupy; then
+  missing="$(need_files "$LIB" "$CUPY_SCRIPT")"
+  python="$(command -v python3 || true)"
+  if [[ -z "$python" ]]; then missing+="${missing:+, }python3 not on PATH"; fi
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== cupy ===================="
+    record cupy FAIL 0 "$missing"
+  else
+    mpirun_cmd "$NP" tcp PYTHONUNBUFFERED=1 -- "$python" "$CUPY_SCRIPT"
+    run_step cupy mpi "${MPIRUN_CMD[@]}"
+  fi
+fi
+
+# --- summary ---
+echo
+echo "==================== summary ===================="
+printf '%-10s %-8s %6s  %s\n' step result time note
+failed=0
+for i in "${!RESULT_STEP[@]}"; do
+  printf '%-10s %-8s %5ss  %s\n' "${RESULT_STEP[$i]}" "${RESULT_STATUS[$i]}" "${RESULT_TIME[$i]}" \
+    "${RESULT_NOTE[$i]}"
+  [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
+done
+if ((${#RESULT_STEP[@]} == 0)); then
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm np4-tcp cupy)"
+  failed=1
+fi
+echo "logs: $LOG_DIR"
+if ((failed)); then echo "gpu_check: FAILED"; else echo "gpu_check: all passed"; fi
+echo "gpu_check: $((SECONDS - START)) s"
+if [[ -n "${TEE_PID:-}" ]]; then  # let tee finish writing the log before we are gone
+  exec >&- 2>&-
+  wait "$TEE_PID"
+fi
+exit "$failed"
