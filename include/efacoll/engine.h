@@ -19,6 +19,7 @@ namespace efacoll {
 class Transport;
 struct TransportInfo;
 struct Schedule;
+struct RingArgs;
 class MrCache;
 class GpuRuntime;
 
@@ -49,6 +50,9 @@ struct EngineConfig {
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;
   int stage_slots = 8;  // per direction, for GPU data through a provider without FI_HMEM
+  // GPU calls moving at most this many bytes (send + receive) run on host copies: two copies
+  // cost less than staging every step through streams and events.
+  size_t gpu_host_path_max = 65536;
   // Between collectives, progress the provider this often (0: never). Manual-progress providers
   // (udp, EFA before libfabric 2.1) need it: a peer may still wait for our acknowledgements.
   std::chrono::microseconds idle_progress{500};
@@ -110,6 +114,8 @@ class Comm {
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
+  Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
+                          size_t recv_bytes);
 
   Engine* engine_;
   int rank_, size_;
@@ -121,6 +127,8 @@ class Comm {
   void* gpu_scratch_ = nullptr;
   size_t gpu_scratch_bytes_ = 0;
   int gpu_scratch_device_ = -1;
+  void* pinned_ = nullptr;  // host copies of small GPU calls
+  size_t pinned_bytes_ = 0;
 };
 
 }  // namespace efacoll

@@ -45,6 +45,9 @@
   X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
     "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
     "are sent.")                                                                                  \
+  X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                               \
+    "GPU calls moving at most this many bytes (send + receive) run on pinned host copies "       \
+    "instead of the staged GPU pipeline: lower latency for small messages.")                     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -94,6 +94,7 @@ Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
 Comm::~Comm() {
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
+  if (pinned_) engine_->gpu_->free_pinned(pinned_);
   engine_->comm_ids_in_use_[id_] = false;
 }
 
@@ -133,6 +134,9 @@ Status Comm::run(const CollArgs& args) {
   GpuRuntime* rt = engine_->gpu_.get();
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
+  if (plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
+    return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes);
+  }
   // Host buffers in a GPU call are replaced by device copies (in and out).
   CollArgs a = args;
   DeviceTemp send_tmp(rt, args.device), recv_tmp(rt, args.device);
@@ -159,6 +163,40 @@ Status Comm::run(const CollArgs& args) {
     st = rt->copy(args.recvbuf, recv_tmp.get(), out_bytes);
   }
   return st;
+}
+
+// Copies in (synchronously, after the caller's work on the legacy default stream), runs the
+// host schedule on pinned copies, copies the result back.
+Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
+                              size_t recv_bytes) {
+  GpuRuntime* rt = engine_->gpu_.get();
+  const size_t need = send_bytes + recv_bytes;
+  if (pinned_bytes_ < need) {
+    if (pinned_) rt->free_pinned(pinned_);
+    pinned_ = nullptr;
+    pinned_bytes_ = 0;
+    EFACOLL_RETURN_IF_ERROR(rt->alloc_pinned(need, &pinned_));
+    pinned_bytes_ = need;
+  }
+  auto* host_send = static_cast<uint8_t*>(pinned_);
+  uint8_t* host_recv = host_send + send_bytes;
+  CollArgs h = args;
+  h.send_mem = h.recv_mem = MemKind::kPinnedHost;
+  h.send_buffer_id = h.recv_buffer_id = 0;
+  h.sendbuf = args.inplace ? nullptr : host_send;
+  h.recvbuf = host_recv;
+  if (!args.inplace && send_bytes)
+    EFACOLL_RETURN_IF_ERROR(rt->copy(host_send, args.sendbuf, send_bytes));
+  // In place, the input is in the receive buffer.
+  if (args.inplace && recv_bytes)
+    EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
+  Schedule schedule;
+  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, &schedule));
+  EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
+  size_t out_bytes = recv_bytes;
+  if (args.kind == CollKind::kReduceScatter)
+    out_bytes = args.recvcounts[rank_] * dtype_size(args.dtype);
+  return out_bytes ? rt->copy(args.recvbuf, host_recv, out_bytes) : Status::ok();
 }
 
 }  // namespace efacoll
