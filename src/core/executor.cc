@@ -16,9 +16,9 @@
 namespace efacoll {
 
 void IdleBackoff::idle() {
-  ++idle_;
+  if (idle_++ == 0) since_ = std::chrono::steady_clock::now();
   if (idle_ < 64) return;
-  if (idle_ < 2048) {
+  if (std::chrono::steady_clock::now() - since_ < std::chrono::milliseconds(1)) {
     sched_yield();
     return;
   }

@@ -44,6 +44,8 @@ struct ExecContext {
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);
 
 // Backs off from spinning to yielding to short sleeps, so that ranks sharing cores progress.
+// Time-based: a wait of microseconds (the next chunk, a peer one hop away) only yields; a long
+// wait (a late peer) sleeps instead of burning a core.
 class IdleBackoff {
  public:
   void reset() { idle_ = 0; }
@@ -51,6 +53,7 @@ class IdleBackoff {
 
  private:
   unsigned idle_ = 0;
+  std::chrono::steady_clock::time_point since_;
 };
 
 }  // namespace efacoll
