@@ -70,8 +70,8 @@ CollArgs engine_args(CollKind kind, const CallBuffers& b) {
 }
 
 // Runs on the engine; a refusal before anything moved goes to MPI instead.
-int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes,
-               const std::function<int()>& fallback) {
+int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuffers& b,
+               const StagedSpans& spans, const Call& call) {
   auto lock = engine_lock();
   Comm* ec = nullptr;
   Status st = engine_comm(comm, &ec);
@@ -86,7 +86,7 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes,
   if (st.code() == Code::kUnsupported) {
     EFACOLL_TRACE(kColl, "%s goes to MPI: %s", coll_name(args.kind), st.message().c_str());
     lock = std::unique_lock<std::mutex>();
-    return fallback();
+    return pass(args.kind, "engine declined", comm, b, spans, call);
   }
   return raise_error(comm, st);
 }
@@ -130,9 +130,7 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, in
   args.recvcounts = counts.data();
   args.dtype = dtype;
   args.op = rop;
-  return run_engine(comm, args, total * dtype_size(dtype), [&] {
-    return pass(CollKind::kReduceScatter, "engine declined", comm, b, spans, call);
-  });
+  return run_engine(comm, args, total * dtype_size(dtype), b, spans, call);
 }
 
 }  // namespace
@@ -170,9 +168,7 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
     args.count = static_cast<size_t>(count);
     args.dtype = dtype;
     args.op = rop;
-    return run_engine(comm, args, args.count * dtype_size(dtype), [&] {
-      return pass(CollKind::kAllreduce, "engine declined", comm, b, spans, call);
-    });
+    return run_engine(comm, args, args.count * dtype_size(dtype), b, spans, call);
   } catch (...) {
     return MPI_ERR_INTERN;
   }
@@ -213,9 +209,7 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
     CollArgs args = engine_args(CollKind::kAllgather, b);
     args.count = static_cast<size_t>(recvcount) * esize;
     args.dtype = DType::kByte;
-    return run_engine(comm, args, args.count * size, [&] {
-      return pass(CollKind::kAllgather, "engine declined", comm, b, spans, call);
-    });
+    return run_engine(comm, args, args.count * size, b, spans, call);
   } catch (...) {
     return MPI_ERR_INTERN;
   }
