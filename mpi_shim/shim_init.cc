@@ -11,6 +11,7 @@
 #include "policy/gdr_policy.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
+#include "topo/topology.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/transport.h"
@@ -105,6 +106,19 @@ void log_what_is_used(const Params& p, const std::string& gpu_note) {
                mpi_is_cuda_aware() ? " (CUDA-aware)" : "");
 }
 
+void report_topology(const Params& p) {
+  const std::string dump = p.text(Param::kTopoDumpFile);
+  if (dump.empty() && !log_enabled(LogLevel::kInfo, kTopo)) return;
+  Topology topo = detect_topology("/sys");
+  std::string text = topo.describe();
+  EFACOLL_INFO(kTopo, "%s", text.substr(0, text.find('\n')).c_str());
+  if (dump.empty()) return;
+  const std::string path = expand_path_pattern(dump);
+  std::ofstream out(path);
+  out << text;
+  if (!out) EFACOLL_WARN(kTopo, "cannot write EFACOLL_TOPO_DUMP_FILE %s", path.c_str());
+}
+
 // Returns the MPI error code to report from MPI_Init, or MPI_SUCCESS.
 int open_engine() {
   State& s = state();
@@ -134,6 +148,7 @@ int open_engine() {
   }
   s.engine = std::make_unique<Engine>(std::move(transport), engine_config(p), std::move(gpu));
   log_what_is_used(p, gpu_note);
+  report_topology(p);
   return MPI_SUCCESS;
 }
 

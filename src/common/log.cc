@@ -70,7 +70,9 @@ const char* level_name(LogLevel l) {
   }
 }
 
-std::string expand_pattern(const std::string& pattern) {
+}  // namespace
+
+std::string expand_path_pattern(const std::string& pattern) {
   char host[256] = "unknown";
   gethostname(host, sizeof(host) - 1);
   std::string out;
@@ -91,8 +93,6 @@ std::string expand_pattern(const std::string& pattern) {
   }
   return out;
 }
-
-}  // namespace
 
 LogConfig parse_log_config(const std::string& level, const std::string& subsys,
                            const std::string& file_pattern) {
@@ -124,7 +124,7 @@ void log_configure(const LogConfig& config) {
   s.subsys = config.subsys;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!config.file_pattern.empty() && s.out == nullptr) {
-    s.out = std::fopen(expand_pattern(config.file_pattern).c_str(), "a");
+    s.out = std::fopen(expand_path_pattern(config.file_pattern).c_str(), "a");
   }
 }
 

@@ -27,6 +27,8 @@ LogConfig parse_log_config(const std::string& level, const std::string& subsys,
                            const std::string& file_pattern);
 void log_configure(const LogConfig& config);
 void log_set_rank(int rank);
+// "%h" becomes the host name, "%p" the process id (for per-process file names).
+std::string expand_path_pattern(const std::string& pattern);
 bool log_enabled(LogLevel level, unsigned subsys);
 void log_write(LogLevel level, unsigned subsys, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));

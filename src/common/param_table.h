@@ -48,6 +48,9 @@
   X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                               \
     "GPU calls moving at most this many bytes (send + receive) run on pinned host copies "       \
     "instead of the staged GPU pipeline: lower latency for small messages.")                     \
+  X(kTopoDumpFile, "EFACOLL_TOPO_DUMP_FILE", kText, "",                                           \
+    "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "   \
+    "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")
