@@ -59,6 +59,7 @@ struct Options {
   int iters = 0;  // 0: adaptive (or 200 samples with -l)
   int warmup = 2, repeats = 5;
   bool latency = false;
+  bool peer_copy = false;  // physical reference: copy-engine peer copy GPU0 -> GPU1
 };
 
 struct Bench {
@@ -111,14 +112,15 @@ void usage() {
           "  -n     calls per repeat (default adaptive, ~%.2f s per size, at least %d)\n"
           "  -w     warm-up calls per size (default 2)\n"
           "  -r     repeats; the time shown is their median (default 5)\n"
-          "  -l     latency: single blocking 8-byte allreduce calls (-n samples, default %d)\n",
+          "  -l     latency: single blocking 8-byte allreduce calls (-n samples, default %d)\n"
+          "  -p     also print the peer-copy bandwidth GPU0 -> GPU1 at the largest size (rank 0)\n",
           kTargetSeconds, kMinIters, kLatencySamples);
 }
 
 bool parse_options(int argc, char** argv, Options* o) {
   int c;
   bool ok = true;
-  while (ok && (c = getopt(argc, argv, "b:e:f:c:n:w:r:lh")) != -1) {
+  while (ok && (c = getopt(argc, argv, "b:e:f:c:n:w:r:lph")) != -1) {
     // clang-format off
     switch (c) {
       case 'b': ok = (o->min_bytes = parse_bytes(optarg)) > 0; break;
@@ -128,6 +130,7 @@ bool parse_options(int argc, char** argv, Options* o) {
       case 'w': ok = (o->warmup = atoi(optarg)) >= 0; break;
       case 'r': ok = (o->repeats = atoi(optarg)) > 0; break;
       case 'l': o->latency = true; break;
+      case 'p': o->peer_copy = true; break;
       case 'c':
         ok = false;
         for (int i = 0; i < 3; ++i) {
@@ -140,6 +143,49 @@ bool parse_options(int argc, char** argv, Options* o) {
   }
   if (o->latency) o->coll = kAllreduce, o->min_bytes = o->max_bytes = 2 * sizeof(float);
   return ok && optind == argc && o->min_bytes <= o->max_bytes;
+}
+
+// The physical reference of issue-style targets: one copy-engine copy between two GPUs of this
+// process (median of 5), GB/s. Needs two visible GPUs with peer access.
+void print_peer_copy(size_t bytes) {
+  int count = 0, previous = 0, can = 0;
+  cudaGetDeviceCount(&count);
+  if (count < 2 || cudaDeviceCanAccessPeer(&can, 0, 1) != cudaSuccess || !can) {
+    printf("# peer copy: n/a (needs two GPUs with peer access)\n");
+    return;
+  }
+  cudaGetDevice(&previous);
+  void *src = nullptr, *dst = nullptr;
+  cudaSetDevice(1);
+  cudaMalloc(&dst, bytes);
+  cudaSetDevice(0);
+  cudaDeviceEnablePeerAccess(1, 0);
+  cudaMalloc(&src, bytes);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  std::vector<float> ms;
+  for (int i = 0; i < 6; ++i) {
+    cudaEventRecord(t0, s);
+    cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, s);
+    cudaEventRecord(t1, s);
+    cudaEventSynchronize(t1);
+    float m = 0;
+    cudaEventElapsedTime(&m, t0, t1);
+    if (i > 0) ms.push_back(m);  // the first warms up
+  }
+  std::sort(ms.begin(), ms.end());
+  printf("# peer copy GPU0 -> GPU1 (copy engine), %zu B: %.1f GB/s (median of %zu)\n", bytes,
+         bytes / (ms[ms.size() / 2] * 1e6), ms.size());
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaStreamDestroy(s);
+  cudaFree(src);
+  cudaSetDevice(1);
+  cudaFree(dst);
+  cudaSetDevice(previous);
 }
 
 // Node-local rank from the launcher, before MPI_Init: the device is current before efacoll starts.
@@ -488,6 +534,7 @@ int main(int argc, char** argv) {
   allocate_buffers(b, max_count);
   init_nccl(b);
   print_header(b);
+  if (b.opt.peer_copy && b.rank == 0) print_peer_copy(b.opt.max_bytes);
   long long wrong = b.opt.latency ? run_latency(b) : run_sizes(b);
   if (b.usable[kNccl]) {
     b.nccl.comm_destroy(b.nccl.comm);
