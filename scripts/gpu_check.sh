@@ -11,10 +11,12 @@
 #   unit       efacoll_gpu_unit_tests (kernels against the host reference)
 #   mpi-tcp    efacoll_mpi_gpu_tests --large, NP ranks, EFACOLL_PROVIDER=tcp
 #   mpi-shm    the same on shm
-#   chunk-tcp  efacoll_mpi_gpu_tests with EFACOLL_CHUNK_SIZE=65536 and EFACOLL_GPU_HOST_PATH_MAX=0
-#              (multi-chunk staged pipelines, small messages included)
+#   mpi-*      GPU data inside the node goes peer to peer through CUDA IPC (the default)
+#   chunk-tcp  efacoll_mpi_gpu_tests with EFACOLL_CHUNK_SIZE=65536, EFACOLL_GPU_HOST_PATH_MAX=0
+#              and EFACOLL_IPC_CHUNK_SIZE=0 (staged fabric pipelines, small messages included)
 #   chunk-shm  the same on shm
 #   rdma-shm   one-sided protocol (clear-to-send + fi_writedata into the stage slots), --large
+#   ipc-rounds CUDA IPC in 64 KiB rounds, small messages included, --large
 #   np4-tcp    4 ranks sharing the GPUs (--oversubscribe), tcp
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 # Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
@@ -225,9 +227,10 @@ mpi_step() {  # mpi_step NAME NP PROVIDER [ENV=VALUE...] -- ARGS...
 
 mpi_step mpi-tcp "$NP" tcp -- --large
 mpi_step mpi-shm "$NP" shm -- --large
-mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 --
-mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 --
-mpi_step rdma-shm "$NP" shm EFACOLL_PROTOCOL=rdma EFACOLL_RDMA_THRESHOLD=16384 EFACOLL_GPU_HOST_PATH_MAX=0 -- --large
+mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
+mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
+mpi_step rdma-shm "$NP" shm EFACOLL_PROTOCOL=rdma EFACOLL_RDMA_THRESHOLD=16384 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 -- --large
+mpi_step ipc-rounds "$NP" shm EFACOLL_IPC_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 -- --large
 mpi_step np4-tcp 4 tcp --
 
 if selected cupy; then
@@ -254,7 +257,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm np4-tcp cupy)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm ipc-rounds np4-tcp cupy)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

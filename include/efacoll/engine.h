@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,7 @@ class Transport;
 struct TransportInfo;
 struct Schedule;
 struct RingArgs;
+struct IpcState;
 class MrCache;
 class GpuRuntime;
 
@@ -53,6 +55,11 @@ struct EngineConfig {
   // GPU calls moving at most this many bytes (send + receive) run on host copies: two copies
   // cost less than staging every step through streams and events.
   size_t gpu_host_path_max = 65536;
+  // Inside one node, GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of
+  // this many bytes (0: never through IPC).
+  size_t ipc_chunk_bytes = size_t(32) << 20;
+  // Which node this process is on (empty: the host name); tests declare nodes with it.
+  std::string node_name;
   // Between collectives, progress the provider this often (0: never). Manual-progress providers
   // (udp, EFA before libfabric 2.1) need it: a peer may still wait for our acknowledgements.
   std::chrono::microseconds idle_progress{500};
@@ -116,6 +123,10 @@ class Comm {
                       size_t recv_bytes, size_t chunk_bytes);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes);
+  // comm_ipc.cc
+  Status host_allgather(const void* in, size_t bytes, void* out);
+  bool ipc_usable(int device);
+  Status run_ipc(const CollArgs& args, const RingArgs& ring);
 
   Engine* engine_;
   int rank_, size_;
@@ -129,6 +140,8 @@ class Comm {
   int gpu_scratch_device_ = -1;
   void* pinned_ = nullptr;  // host copies of small GPU calls
   size_t pinned_bytes_ = 0;
+  bool one_node_ = false;  // every member on this node
+  std::unique_ptr<IpcState> ipc_;
 };
 
 }  // namespace efacoll

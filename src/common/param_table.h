@@ -51,6 +51,9 @@
   X(kTopoDumpFile, "EFACOLL_TOPO_DUMP_FILE", kText, "",                                           \
     "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "   \
     "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                     \
+  X(kIpcChunkSize, "EFACOLL_IPC_CHUNK_SIZE", kBytes, "32M",                                       \
+    "Inside one node GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of " \
+    "this size; each rank holds a device workspace of twice this. 0: never through IPC.")      \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -8,6 +8,7 @@
 #include "core/executor.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
+#include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
@@ -92,6 +93,7 @@ Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
     : engine_(engine), rank_(rank), size_(size), id_(id) {}
 
 Comm::~Comm() {
+  ipc_.reset();
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
   if (pinned_) engine_->gpu_->free_pinned(pinned_);
@@ -154,8 +156,14 @@ Status Comm::run(const CollArgs& args) {
     a.recv_mem = MemKind::kDevice;
     a.recv_buffer_id = 0;
   }
-  EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, &schedule));
-  Status st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
+  Status st;
+  // Peer to peer inside the node when every member is here and can reach the others' GPUs.
+  if (one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && ipc_usable(args.device)) {
+    st = run_ipc(a, plan.ring);
+  } else {
+    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, &schedule));
+    st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
+  }
   if (st.is_ok() && host_recv) {
     size_t out_bytes = plan.recv_bytes;
     if (args.kind == CollKind::kReduceScatter)

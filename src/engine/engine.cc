@@ -1,5 +1,8 @@
 #include "efacoll/engine.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -53,7 +56,8 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
   // One blob per rank: which communicator ids are free here, then the endpoint address.
   std::vector<uint8_t> address = transport_->local_address();
   const size_t id_bytes = kMaxCommIds / 8;
-  const size_t blob_bytes = id_bytes + sizeof(uint32_t) + 256;
+  constexpr size_t kHostBytes = 64;
+  const size_t blob_bytes = id_bytes + sizeof(uint32_t) + 256 + kHostBytes;
   if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
   std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
   for (uint32_t id = 0; id < kMaxCommIds; ++id) {
@@ -62,15 +66,22 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
   uint32_t len = static_cast<uint32_t>(address.size());
   std::memcpy(&mine[id_bytes], &len, sizeof(len));
   std::memcpy(&mine[id_bytes + sizeof(len)], address.data(), address.size());
+  char host[kHostBytes] = {};
+  gethostname(host, kHostBytes - 1);
+  const std::string node = config_.node_name.empty() ? host : config_.node_name;
+  std::memcpy(&mine[blob_bytes - kHostBytes], node.data(), std::min(node.size(), kHostBytes - 1));
   EFACOLL_RETURN_IF_ERROR(bootstrap.allgather(mine.data(), blob_bytes, all.data()));
 
   std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
+  bool one_node = true;
   std::vector<std::vector<uint8_t>> addresses(n);
   for (int r = 0; r < n; ++r) {
     const uint8_t* blob = &all[blob_bytes * r];
     for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= blob[i];
     std::memcpy(&len, blob + id_bytes, sizeof(len));
     addresses[r].assign(blob + id_bytes + sizeof(len), blob + id_bytes + sizeof(len) + len);
+    one_node = one_node && std::memcmp(blob + blob_bytes - kHostBytes,
+                                       &all[blob_bytes - kHostBytes], kHostBytes) == 0;
   }
   uint32_t id = kMaxCommIds;
   for (uint32_t i = 0; i < kMaxCommIds && id == kMaxCommIds; ++i) {
@@ -81,6 +92,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
     return Status(Code::kUnsupported, "no communicator id free on every member");
 
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
+  comm->one_node_ = one_node;
   EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
   comm_ids_in_use_[id] = true;
   EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);

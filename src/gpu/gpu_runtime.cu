@@ -151,9 +151,37 @@ class CudaRuntime : public GpuRuntime {
   }
   void free_pinned(void* ptr) override { cudaFreeHost(ptr); }
 
+  // cudaMemcpy returns before a device-to-device copy is done: wait for it explicitly, since
+  // callers publish the destination (to peers, through a barrier) right after.
   Status copy(void* dst, const void* src, size_t bytes) override {
-    EFACOLL_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    EFACOLL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, nullptr));
+    EFACOLL_CUDA(cudaStreamSynchronize(nullptr));
     return Status::ok();
+  }
+
+  Status reduce(void* dst, const void* a, const void* b, size_t count, DType type,
+                ROp op) override {
+    EFACOLL_RETURN_IF_ERROR(gpu_reduce(dst, a, b, count, type, op, nullptr));
+    EFACOLL_CUDA(cudaStreamSynchronize(nullptr));
+    return Status::ok();
+  }
+
+  Status ipc_export(void* base, void* handle_out) override {
+    static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "CUDA IPC handle size");
+    EFACOLL_CUDA(cudaIpcGetMemHandle(static_cast<cudaIpcMemHandle_t*>(handle_out), base));
+    return Status::ok();
+  }
+  Status ipc_open(const void* handle, void** out) override {
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, handle, sizeof(h));
+    EFACOLL_CUDA(cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess));
+    return Status::ok();
+  }
+  void ipc_close(void* mapped) override { cudaIpcCloseMemHandle(mapped); }
+  bool can_access_peer(int device, int peer_device) override {
+    if (device == peer_device) return true;
+    int can = 0;
+    return cudaDeviceCanAccessPeer(&can, device, peer_device) == cudaSuccess && can;
   }
 
   int set_device(int device) override {

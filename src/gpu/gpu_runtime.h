@@ -19,8 +19,17 @@ class GpuRuntime {
   virtual void free_device(int device, void* ptr) = 0;
   virtual Status alloc_pinned(size_t bytes, void** out) = 0;
   virtual void free_pinned(void* ptr) = 0;
-  // Synchronous copy between any two memories (unified addressing).
+  // Copy between any two memories (unified addressing), complete when it returns.
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // Synchronous dst = a op b on device memory (any of them may be a peer's mapping).
+  virtual Status reduce(void* dst, const void* a, const void* b, size_t count, DType type,
+                        ROp op) = 0;
+  // CUDA IPC: a 64-byte handle for a cudaMalloc'd allocation, its mapping in a peer process.
+  static constexpr size_t kIpcHandleBytes = 64;
+  virtual Status ipc_export(void* base, void* handle_out) = 0;
+  virtual Status ipc_open(const void* handle, void** out) = 0;
+  virtual void ipc_close(void* mapped) = 0;
+  virtual bool can_access_peer(int device, int peer_device) = 0;
   // Makes `device` current for this thread until the guard ends.
   class DeviceGuard;
   virtual int set_device(int device) = 0;  // returns the previous one

@@ -1,0 +1,172 @@
+// Inside one node: GPU data moves peer to peer through CUDA IPC (NVLink, or PCIe peer access),
+// never through the fabric or the host. Each rank exports one device workspace per communicator
+// (input half, output half) and maps its peers' once, so user buffers are never mapped. A
+// collective runs in rounds of at most half a workspace:
+//   copy my part in -> barrier -> each rank reduces (or gathers) its slice, reading peers'
+//   inputs over NVLink -> barrier -> each rank gathers the peers' results.
+// The barrier after the reduction also guards the inputs, and the next call's first barrier
+// guards the outputs, so two barriers a round suffice. Barriers are tiny allgathers through the
+// transport.
+#include <algorithm>
+#include <cstring>
+
+#include "coll/builders.h"
+#include "common/log.h"
+#include "efacoll/engine.h"
+#include "engine/ipc_state.h"
+#include "gpu/gpu_runtime.h"
+#include "transport/transport.h"
+
+namespace efacoll {
+
+Status Comm::host_allgather(const void* in, size_t bytes, void* out) {
+  CollArgs a;
+  a.kind = CollKind::kAllgather;
+  a.sendbuf = in;
+  a.recvbuf = out;
+  a.count = bytes;
+  a.dtype = DType::kByte;
+  RingArgs ring;
+  ring.rank = rank_;
+  ring.nranks = size_;
+  ring.elem_size = 1;
+  ring.block_counts.assign(size_, bytes);
+  ring.chunk_bytes = engine_->config_.chunk_bytes;
+  Schedule schedule;
+  EFACOLL_RETURN_IF_ERROR(build_ring_allgather(ring, &schedule));
+  return run_schedule(a, schedule, bytes, bytes * size_, ring.chunk_bytes);
+}
+
+// Collective: every member must call it at the same point (the first GPU call that could use
+// IPC). Everyone learns the same answer, so either all use IPC or none does.
+bool Comm::ipc_usable(int device) {
+  if (ipc_) return ipc_->usable && ipc_->device == device;
+  ipc_ = std::make_unique<IpcState>();
+  IpcState& s = *ipc_;
+  s.gpu = engine_->gpu_.get();
+  s.device = device;
+  s.half = engine_->config_.ipc_chunk_bytes;
+  struct Blob {
+    uint8_t handle[GpuRuntime::kIpcHandleBytes];
+    int32_t device;
+    int32_t ok;
+  };
+  Blob mine = {};
+  Status st = s.gpu->alloc_device(device, 2 * s.half, &s.workspace);
+  if (st.is_ok()) st = s.gpu->ipc_export(s.workspace, mine.handle);
+  mine.device = device;
+  mine.ok = st.is_ok();
+  std::vector<Blob> all(size_);
+  if (!host_allgather(&mine, sizeof(mine), all.data()).is_ok()) return false;
+  // Map every peer's workspace; then agree, since a mapping can fail on one rank only.
+  s.peers.assign(size_, nullptr);
+  int32_t ok = 1;
+  for (int p = 0; p < size_; ++p) {
+    ok = ok && all[p].ok && s.gpu->can_access_peer(device, all[p].device);
+  }
+  for (int p = 0; ok && p < size_; ++p) {
+    if (p == rank_) {
+      s.peers[p] = s.workspace;
+    } else if (!s.gpu->ipc_open(all[p].handle, &s.peers[p]).is_ok()) {
+      ok = 0;
+    }
+  }
+  std::vector<int32_t> oks(size_);
+  if (!host_allgather(&ok, sizeof(ok), oks.data()).is_ok()) return false;
+  s.usable = std::all_of(oks.begin(), oks.end(), [](int32_t v) { return v != 0; });
+  EFACOLL_INFO(kNet, "communicator %u: CUDA IPC between its %d GPUs %s", id_, size_,
+               s.usable ? "in use" : "not possible: data goes through the fabric");
+  return s.usable;
+}
+
+namespace {
+
+// Splits [0, n) into `parts` nearly equal slices; slice p is [begin, begin + len).
+void slice_of(size_t n, int parts, int p, size_t* begin, size_t* len) {
+  const size_t base = n / parts, extra = n % parts;
+  *begin = p * base + std::min<size_t>(p, extra);
+  *len = base + (static_cast<size_t>(p) < extra ? 1 : 0);
+}
+
+}  // namespace
+
+Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
+  IpcState& s = *ipc_;
+  GpuRuntime* gpu = s.gpu;
+  const size_t esize = dtype_size(args.dtype);
+  const uint8_t* send = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
+  auto* recv = static_cast<uint8_t*>(args.recvbuf);
+  const size_t round = std::max<size_t>(1, s.half / esize);  // elements a round
+  uint8_t token = 0;
+  std::vector<uint8_t> tokens(size_);
+  auto barrier = [&] { return host_allgather(&token, 1, tokens.data()); };
+
+  // dst = fold over ranks of their inputs at byte offset `at`.
+  auto reduce_all = [&](uint8_t* dst, size_t at, size_t count) -> Status {
+    EFACOLL_RETURN_IF_ERROR(
+        gpu->reduce(dst, s.input(0) + at, s.input(1) + at, count, args.dtype, args.op));
+    for (int p = 2; p < size_; ++p) {
+      EFACOLL_RETURN_IF_ERROR(gpu->reduce(dst, dst, s.input(p) + at, count, args.dtype, args.op));
+    }
+    return Status::ok();
+  };
+
+  if (args.kind == CollKind::kAllgather) {
+    const size_t block = args.count * esize;
+    if (args.inplace) send = recv + rank_ * block;
+    for (size_t off = 0; off < block; off += s.half) {
+      const size_t c = std::min(s.half, block - off);
+      EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off, c));
+      EFACOLL_RETURN_IF_ERROR(barrier());
+      for (int p = 0; p < size_; ++p) {
+        EFACOLL_RETURN_IF_ERROR(gpu->copy(recv + p * block + off, s.input(p), c));
+      }
+      EFACOLL_RETURN_IF_ERROR(barrier());
+    }
+    return Status::ok();
+  }
+
+  if (args.kind == CollKind::kReduceScatter) {
+    size_t total = 0, mine_begin = 0;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) mine_begin = total;
+      total += ring.block_counts[p];
+    }
+    const size_t mine_end = mine_begin + ring.block_counts[rank_];
+    for (size_t off = 0; off < total; off += round) {
+      const size_t c = std::min(round, total - off);
+      EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off * esize, c * esize));
+      EFACOLL_RETURN_IF_ERROR(barrier());
+      // In place, the output (the start of recv) never reaches input not yet copied in.
+      const size_t x0 = std::max(off, mine_begin), x1 = std::min(off + c, mine_end);
+      if (x0 < x1) {
+        EFACOLL_RETURN_IF_ERROR(
+            reduce_all(recv + (x0 - mine_begin) * esize, (x0 - off) * esize, x1 - x0));
+      }
+      EFACOLL_RETURN_IF_ERROR(barrier());
+    }
+    return Status::ok();
+  }
+
+  // Allreduce: each rank reduces one slice of every round into its output half; all gather.
+  for (size_t off = 0; off < args.count; off += round) {
+    const size_t c = std::min(round, args.count - off);
+    EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off * esize, c * esize));
+    EFACOLL_RETURN_IF_ERROR(barrier());
+    size_t begin, len;
+    slice_of(c, size_, rank_, &begin, &len);
+    if (len)
+      EFACOLL_RETURN_IF_ERROR(reduce_all(s.output(rank_) + begin * esize, begin * esize, len));
+    EFACOLL_RETURN_IF_ERROR(barrier());
+    for (int p = 0; p < size_; ++p) {
+      slice_of(c, size_, p, &begin, &len);
+      if (len) {
+        EFACOLL_RETURN_IF_ERROR(
+            gpu->copy(recv + (off + begin) * esize, s.output(p) + begin * esize, len * esize));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace efacoll

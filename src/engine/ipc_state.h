@@ -1,0 +1,28 @@
+// A communicator's CUDA IPC state: its own device workspace and its peers' as mapped here.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gpu/gpu_runtime.h"
+
+namespace efacoll {
+
+struct IpcState {
+  bool usable = false;
+  int device = -1;
+  void* workspace = nullptr;  // [input half | output half]
+  size_t half = 0;
+  std::vector<void*> peers;  // each rank's workspace as mapped here (own: workspace)
+  GpuRuntime* gpu = nullptr;
+
+  ~IpcState() {
+    for (size_t p = 0; p < peers.size(); ++p) {
+      if (peers[p] && peers[p] != workspace) gpu->ipc_close(peers[p]);
+    }
+    if (workspace) gpu->free_device(device, workspace);
+  }
+  uint8_t* input(int rank) const { return static_cast<uint8_t*>(peers[rank]); }
+  uint8_t* output(int rank) const { return static_cast<uint8_t*>(peers[rank]) + half; }
+};
+
+}  // namespace efacoll
