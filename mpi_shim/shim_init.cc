@@ -82,6 +82,7 @@ EngineConfig engine_config(const Params& p) {
   config.stage_slots = static_cast<int>(std::max<int64_t>(1, p.integer(Param::kStageSlots)));
   config.gpu_host_path_max = static_cast<size_t>(p.integer(Param::kGpuHostPathMax));
   config.ipc_chunk_bytes = static_cast<size_t>(p.integer(Param::kIpcChunkSize));
+  config.ipc_direct = p.flag(Param::kIpcDirect);
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
   return config;

@@ -58,6 +58,9 @@ struct EngineConfig {
   // Inside one node, GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of
   // this many bytes (0: never through IPC).
   size_t ipc_chunk_bytes = size_t(32) << 20;
+  // Read and write the peers' own buffers (mapped once per allocation) instead of rounds
+  // through the workspace.
+  bool ipc_direct = true;
   // Which node this process is on (empty: the host name); tests declare nodes with it.
   std::string node_name;
   // Between collectives, progress the provider this often (0: never). Manual-progress providers
@@ -127,6 +130,9 @@ class Comm {
   Status host_allgather(const void* in, size_t bytes, void* out);
   bool ipc_usable(int device);
   Status run_ipc(const CollArgs& args, const RingArgs& ring);
+  // comm_ipc_direct.cc
+  bool ipc_direct_possible(const CollArgs& args) const;
+  Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
 
   Engine* engine_;
   int rank_, size_;

@@ -54,6 +54,9 @@
   X(kIpcChunkSize, "EFACOLL_IPC_CHUNK_SIZE", kBytes, "32M",                                       \
     "Inside one node GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of " \
     "this size; each rank holds a device workspace of twice this. 0: never through IPC.")      \
+  X(kIpcDirect, "EFACOLL_IPC_DIRECT", kBool, "1",                                                \
+    "Inside one node, read and write the peers' own GPU buffers (each allocation mapped once) "  \
+    "instead of rounds through a workspace.")                                                     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -159,7 +159,7 @@ Status Comm::run(const CollArgs& args) {
   Status st;
   // Peer to peer inside the node when every member is here and can reach the others' GPUs.
   if (one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && ipc_usable(args.device)) {
-    st = run_ipc(a, plan.ring);
+    st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
   } else {
     EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);

@@ -90,6 +90,8 @@ void slice_of(size_t n, int parts, int p, size_t* begin, size_t* len) {
 
 }  // namespace
 
+// Every rank passes every barrier even after a local failure (it skips its work instead): a
+// rank that left early would leave its peers waiting and the next call out of step.
 Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
   IpcState& s = *ipc_;
   GpuRuntime* gpu = s.gpu;
@@ -99,7 +101,20 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
   const size_t round = std::max<size_t>(1, s.half / esize);  // elements a round
   uint8_t token = 0;
   std::vector<uint8_t> tokens(size_);
-  auto barrier = [&] { return host_allgather(&token, 1, tokens.data()); };
+  Status err;
+  // Each barrier also says whether every rank is still well: a peer's failure spoils our result.
+  auto barrier = [&]() -> Status {
+    token = err.is_ok();
+    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    for (int p = 0; p < size_ && err.is_ok(); ++p) {
+      if (!tokens[p])
+        err = Status(Code::kInternal, "rank " + std::to_string(p) + " failed its part");
+    }
+    return Status::ok();
+  };
+  auto work = [&](const Status& st) {
+    if (err.is_ok() && !st.is_ok()) err = st;
+  };
 
   // dst = fold over ranks of their inputs at byte offset `at`.
   auto reduce_all = [&](uint8_t* dst, size_t at, size_t count) -> Status {
@@ -116,14 +131,14 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
     if (args.inplace) send = recv + rank_ * block;
     for (size_t off = 0; off < block; off += s.half) {
       const size_t c = std::min(s.half, block - off);
-      EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off, c));
+      if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off, c));
       EFACOLL_RETURN_IF_ERROR(barrier());
-      for (int p = 0; p < size_; ++p) {
-        EFACOLL_RETURN_IF_ERROR(gpu->copy(recv + p * block + off, s.input(p), c));
+      for (int p = 0; err.is_ok() && p < size_; ++p) {
+        work(gpu->copy(recv + p * block + off, s.input(p), c));
       }
       EFACOLL_RETURN_IF_ERROR(barrier());
     }
-    return Status::ok();
+    return err;
   }
 
   if (args.kind == CollKind::kReduceScatter) {
@@ -135,38 +150,35 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
     const size_t mine_end = mine_begin + ring.block_counts[rank_];
     for (size_t off = 0; off < total; off += round) {
       const size_t c = std::min(round, total - off);
-      EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off * esize, c * esize));
+      if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off * esize, c * esize));
       EFACOLL_RETURN_IF_ERROR(barrier());
       // In place, the output (the start of recv) never reaches input not yet copied in.
       const size_t x0 = std::max(off, mine_begin), x1 = std::min(off + c, mine_end);
-      if (x0 < x1) {
-        EFACOLL_RETURN_IF_ERROR(
-            reduce_all(recv + (x0 - mine_begin) * esize, (x0 - off) * esize, x1 - x0));
+      if (err.is_ok() && x0 < x1) {
+        work(reduce_all(recv + (x0 - mine_begin) * esize, (x0 - off) * esize, x1 - x0));
       }
       EFACOLL_RETURN_IF_ERROR(barrier());
     }
-    return Status::ok();
+    return err;
   }
 
   // Allreduce: each rank reduces one slice of every round into its output half; all gather.
   for (size_t off = 0; off < args.count; off += round) {
     const size_t c = std::min(round, args.count - off);
-    EFACOLL_RETURN_IF_ERROR(gpu->copy(s.input(rank_), send + off * esize, c * esize));
+    if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off * esize, c * esize));
     EFACOLL_RETURN_IF_ERROR(barrier());
     size_t begin, len;
     slice_of(c, size_, rank_, &begin, &len);
-    if (len)
-      EFACOLL_RETURN_IF_ERROR(reduce_all(s.output(rank_) + begin * esize, begin * esize, len));
+    if (err.is_ok() && len) work(reduce_all(s.output(rank_) + begin * esize, begin * esize, len));
     EFACOLL_RETURN_IF_ERROR(barrier());
-    for (int p = 0; p < size_; ++p) {
+    for (int p = 0; err.is_ok() && p < size_; ++p) {
       slice_of(c, size_, p, &begin, &len);
       if (len) {
-        EFACOLL_RETURN_IF_ERROR(
-            gpu->copy(recv + (off + begin) * esize, s.output(p) + begin * esize, len * esize));
+        work(gpu->copy(recv + (off + begin) * esize, s.output(p) + begin * esize, len * esize));
       }
     }
   }
-  return Status::ok();
+  return err;
 }
 
 }  // namespace efacoll

@@ -14,6 +14,9 @@ namespace efacoll {
 namespace {
 
 Status cuda_error(const char* call, cudaError_t err) {
+  // A failed call also sets the thread's last error, which the next kernel launch check would
+  // report as its own: clear it here.
+  cudaGetLastError();
   return Status(Code::kCuda, std::string(call) + ": " + cudaGetErrorName(err) + " (" +
                                  cudaGetErrorString(err) + ")");
 }
@@ -166,6 +169,11 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
+  Status synchronize() override {
+    EFACOLL_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+    return Status::ok();
+  }
+
   Status ipc_export(void* base, void* handle_out) override {
     static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "CUDA IPC handle size");
     EFACOLL_CUDA(cudaIpcGetMemHandle(static_cast<cudaIpcMemHandle_t*>(handle_out), base));
@@ -174,7 +182,12 @@ class CudaRuntime : public GpuRuntime {
   Status ipc_open(const void* handle, void** out) override {
     cudaIpcMemHandle_t h;
     std::memcpy(&h, handle, sizeof(h));
-    EFACOLL_CUDA(cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess));
+    cudaError_t err = cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err == cudaErrorAlreadyMapped) {
+      cudaGetLastError();
+      return Status(Code::kAgain, "CUDA IPC memory already mapped");
+    }
+    if (err != cudaSuccess) return cuda_error("cudaIpcOpenMemHandle", err);
     return Status::ok();
   }
   void ipc_close(void* mapped) override { cudaIpcCloseMemHandle(mapped); }

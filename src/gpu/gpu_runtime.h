@@ -24,9 +24,12 @@ class GpuRuntime {
   // Synchronous dst = a op b on device memory (any of them may be a peer's mapping).
   virtual Status reduce(void* dst, const void* a, const void* b, size_t count, DType type,
                         ROp op) = 0;
+  // Waits for the work queued on the legacy default stream (the caller's, under our semantics).
+  virtual Status synchronize() = 0;
   // CUDA IPC: a 64-byte handle for a cudaMalloc'd allocation, its mapping in a peer process.
   static constexpr size_t kIpcHandleBytes = 64;
   virtual Status ipc_export(void* base, void* handle_out) = 0;
+  // kAgain: the allocation is mapped here already (an older mapping of memory since freed).
   virtual Status ipc_open(const void* handle, void** out) = 0;
   virtual void ipc_close(void* mapped) = 0;
   virtual bool can_access_peer(int device, int peer_device) = 0;

@@ -21,6 +21,7 @@ struct Driver {
   CUresult (*ctx_push)(void*) = nullptr;
   CUresult (*ctx_pop)(void**) = nullptr;
   CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+  CUresult (*address_range)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
   bool ok = false;
   std::string why_not;
 };
@@ -40,7 +41,10 @@ const Driver& driver() {
     d.ctx_push = reinterpret_cast<decltype(d.ctx_push)>(dlsym(lib, "cuCtxPushCurrent_v2"));
     d.ctx_pop = reinterpret_cast<decltype(d.ctx_pop)>(dlsym(lib, "cuCtxPopCurrent_v2"));
     d.memcpy = reinterpret_cast<decltype(d.memcpy)>(dlsym(lib, "cuMemcpy"));
-    if (!d.init || !d.get_attributes || !d.ctx_push || !d.ctx_pop || !d.memcpy) {
+    d.address_range =
+        reinterpret_cast<decltype(d.address_range)>(dlsym(lib, "cuMemGetAddressRange_v2"));
+    if (!d.init || !d.get_attributes || !d.ctx_push || !d.ctx_pop || !d.memcpy ||
+        !d.address_range) {
       d.why_not = "libcuda.so.1 lacks the driver functions efacoll needs";
       return;
     }
@@ -121,6 +125,18 @@ Status driver_copy(void* dst, const void* src, size_t bytes, const void* device_
   void* popped = nullptr;
   d.ctx_pop(&popped);
   if (rc != 0) return Status(Code::kCuda, "cuMemcpy failed with CUDA error " + std::to_string(rc));
+  return Status::ok();
+}
+
+Status driver_allocation_base(const void* ptr, void** base) {
+  const Driver& d = driver();
+  if (!d.ok) return Status(Code::kCuda, "no CUDA driver: " + d.why_not);
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUresult rc = d.address_range(&start, &size, reinterpret_cast<CUdeviceptr>(ptr));
+  if (rc != 0)
+    return Status(Code::kCuda, "cuMemGetAddressRange failed with CUDA error " + std::to_string(rc));
+  *base = reinterpret_cast<void*>(start);
   return Status::ok();
 }
 

@@ -24,6 +24,10 @@ MemInfo query_memory(const void* ptr);
 // the copy). Works in builds without the CUDA toolkit: used to stage GPU data for MPI.
 Status driver_copy(void* dst, const void* src, size_t bytes, const void* device_ptr);
 
+// The start of the allocation that contains `ptr` (cuMemGetAddressRange): CUDA IPC handles
+// name whole allocations.
+Status driver_allocation_base(const void* ptr, void** base);
+
 // Whether a CUDA driver was found (the first query loads it); the reason when not.
 bool cuda_driver_available(std::string* why_not = nullptr);
 

@@ -1,0 +1,188 @@
+// Inside one node, on the caller's own buffers: each rank maps its peers' send and receive
+// buffers (once per allocation, by CUDA buffer id), reduces its slice reading every peer's send
+// buffer over NVLink and writes the result into every peer's receive buffer. One exchange of
+// handles (which is also the "all here" barrier) and one closing barrier per call; no staging
+// copy. In-place reduce-scatter is left to the round-based path: its result would overwrite input
+// a peer may still be reading. So are buffers that cannot be exported (managed memory, pools).
+#include <algorithm>
+#include <cstring>
+
+#include "coll/ring_layout.h"
+#include "efacoll/engine.h"
+#include "engine/ipc_state.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/memory_kind.h"
+
+namespace efacoll {
+namespace {
+
+constexpr size_t kMappedBuffersKept = 64;
+
+struct BufferRef {
+  uint8_t handle[GpuRuntime::kIpcHandleBytes];
+  uint64_t offset;
+  uint64_t buffer_id;
+};
+
+Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, BufferRef* out) {
+  std::memset(out, 0, sizeof(*out));
+  void* base = nullptr;
+  EFACOLL_RETURN_IF_ERROR(driver_allocation_base(ptr, &base));
+  out->offset = static_cast<const uint8_t*>(ptr) - static_cast<uint8_t*>(base);
+  out->buffer_id = buffer_id;
+  return gpu->ipc_export(base, out->handle);
+}
+
+void forget_peer(IpcState& s, int peer) {
+  for (auto it = s.mapped.begin(); it != s.mapped.end();) {
+    if (it->first.first != peer) {
+      ++it;
+      continue;
+    }
+    s.gpu->ipc_close(it->second);
+    s.mapped_order.remove(it->first);
+    it = s.mapped.erase(it);
+  }
+}
+
+// Peer p's buffer as seen from here.
+Status map_peer(IpcState& s, int peer, const BufferRef& ref, uint8_t** out) {
+  void* base = nullptr;
+  const auto key = std::make_pair(peer, ref.buffer_id);
+  auto it = ref.buffer_id ? s.mapped.find(key) : s.mapped.end();
+  if (it != s.mapped.end()) {
+    base = it->second;
+    s.mapped_order.remove(key);
+    s.mapped_order.push_front(key);
+  } else {
+    Status st = s.gpu->ipc_open(ref.handle, &base);
+    if (st.code() == Code::kAgain) {
+      // The peer freed memory we still had mapped and reused it: drop its old mappings.
+      forget_peer(s, peer);
+      st = s.gpu->ipc_open(ref.handle, &base);
+    }
+    EFACOLL_RETURN_IF_ERROR(st);
+    if (ref.buffer_id) {
+      s.mapped[key] = base;
+      s.mapped_order.push_front(key);
+    } else {
+      s.call_mappings.push_back(base);
+    }
+  }
+  *out = static_cast<uint8_t*>(base) + ref.offset;
+  return Status::ok();
+}
+
+// Closes this call's unnamed mappings and the least recently used named ones beyond the cap.
+void end_call(IpcState& s) {
+  for (void* m : s.call_mappings) s.gpu->ipc_close(m);
+  s.call_mappings.clear();
+  while (s.mapped_order.size() > kMappedBuffersKept) {
+    auto key = s.mapped_order.back();
+    s.mapped_order.pop_back();
+    s.gpu->ipc_close(s.mapped[key]);
+    s.mapped.erase(key);
+  }
+}
+
+void slice_of(size_t n, int parts, int p, size_t* begin, size_t* len) {
+  const size_t base = n / parts, extra = n % parts;
+  *begin = p * base + std::min<size_t>(p, extra);
+  *len = base + (static_cast<size_t>(p) < extra ? 1 : 0);
+}
+
+}  // namespace
+
+bool Comm::ipc_direct_possible(const CollArgs& args) const {
+  return engine_->config_.ipc_direct && !(args.kind == CollKind::kReduceScatter && args.inplace);
+}
+
+Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
+  IpcState& s = *ipc_;
+  GpuRuntime* gpu = s.gpu;
+  const size_t esize = dtype_size(args.dtype);
+  auto* recv = static_cast<uint8_t*>(args.recvbuf);
+  const uint8_t* send = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
+  if (args.kind == CollKind::kAllgather && args.inplace) send = recv + rank_ * args.count * esize;
+
+  // Peers read our send buffer directly: it must be final (work queued on the legacy default
+  // stream included) before they are told where it is. Every rank joins the exchange even when
+  // its own part failed (managed or pool memory cannot be exported): then all take the rounds.
+  struct Blob {
+    BufferRef send, recv;
+    int32_t ok;
+  } mine = {};
+  Status st = gpu->synchronize();
+  const uint64_t send_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
+  if (st.is_ok()) st = describe(gpu, send, send_id, &mine.send);
+  if (st.is_ok()) st = describe(gpu, recv, args.recv_buffer_id, &mine.recv);
+  mine.ok = st.is_ok();
+  std::vector<Blob> all(size_);
+  EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), all.data()));
+  for (const Blob& b : all) {
+    if (!b.ok) return run_ipc(args, ring);
+  }
+  std::vector<uint8_t*> sends(size_), recvs(size_);
+  for (int p = 0; p < size_ && st.is_ok(); ++p) {
+    if (p == rank_) {
+      sends[p] = const_cast<uint8_t*>(send);
+      recvs[p] = recv;
+      continue;
+    }
+    st = map_peer(s, p, all[p].send, &sends[p]);
+    if (st.is_ok()) st = map_peer(s, p, all[p].recv, &recvs[p]);
+  }
+  // Own input first: in place, dst aliases it and must be read before it is overwritten.
+  auto fold = [&](uint8_t* dst, size_t at, size_t count) -> Status {
+    const int next = (rank_ + 1) % size_;
+    EFACOLL_RETURN_IF_ERROR(
+        gpu->reduce(dst, sends[rank_] + at, sends[next] + at, count, args.dtype, args.op));
+    for (int k = 2; k < size_; ++k) {
+      const int p = (rank_ + k) % size_;
+      EFACOLL_RETURN_IF_ERROR(gpu->reduce(dst, dst, sends[p] + at, count, args.dtype, args.op));
+    }
+    return Status::ok();
+  };
+  if (st.is_ok()) {
+    switch (args.kind) {
+      case CollKind::kAllreduce: {
+        size_t begin, len;
+        slice_of(args.count, size_, rank_, &begin, &len);
+        const size_t at = begin * esize, bytes = len * esize;
+        if (len) st = fold(recv + at, at, len);
+        for (int p = 0; st.is_ok() && len && p < size_; ++p) {
+          if (p != rank_) st = gpu->copy(recvs[p] + at, recv + at, bytes);
+        }
+        break;
+      }
+      case CollKind::kAllgather: {
+        const size_t block = args.count * esize;
+        for (int p = 0; st.is_ok() && block && p < size_; ++p) {
+          if (p != rank_ || !args.inplace) st = gpu->copy(recvs[p] + rank_ * block, send, block);
+        }
+        break;
+      }
+      default: {  // reduce-scatter, out of place
+        size_t mine_begin = 0;
+        for (int p = 0; p < rank_; ++p) mine_begin += ring.block_counts[p];
+        if (ring.block_counts[rank_]) st = fold(recv, mine_begin * esize, ring.block_counts[rank_]);
+        break;
+      }
+    }
+  }
+  // Nobody leaves (and lets the caller reuse its buffers) while a peer still reads or writes them.
+  uint8_t token = st.is_ok();
+  std::vector<uint8_t> tokens(size_);
+  Status done = host_allgather(&token, 1, tokens.data());
+  end_call(s);
+  if (!st.is_ok()) return st;
+  EFACOLL_RETURN_IF_ERROR(done);
+  // Peers write parts of our result: one that failed leaves it incomplete.
+  for (int p = 0; p < size_; ++p) {
+    if (!tokens[p])
+      return Status(Code::kInternal, "rank " + std::to_string(p) + " failed its part");
+  }
+  return Status::ok();
+}
+
+}  // namespace efacoll
