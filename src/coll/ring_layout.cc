@@ -27,6 +27,12 @@ bool RingLayout::msg_ids_fit(int steps) const {
   return static_cast<uint64_t>(steps) * std::max<size_t>(max_chunks_, 1) <= kMaxMsgId;
 }
 
+void even_slice(size_t count, int n, int p, size_t* begin, size_t* len) {
+  const size_t base = count / n, extra = count % n;
+  *begin = p * base + std::min<size_t>(p, extra);
+  *len = base + (static_cast<size_t>(p) < extra ? 1 : 0);
+}
+
 std::vector<size_t> even_blocks(size_t count, int n) {
   std::vector<size_t> blocks(n, count / n);
   for (size_t i = 0; i < count % n; ++i) ++blocks[i];

@@ -43,5 +43,7 @@ class RingLayout {
 
 // Splits count elements into n blocks whose sizes differ by at most one.
 std::vector<size_t> even_blocks(size_t count, int n);
+// Block p of that split: [*begin, *begin + *len).
+void even_slice(size_t count, int n, int p, size_t* begin, size_t* len);
 
 }  // namespace efacoll

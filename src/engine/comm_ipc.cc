@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "coll/builders.h"
+#include "coll/ring_layout.h"
 #include "common/log.h"
 #include "efacoll/engine.h"
 #include "engine/ipc_state.h"
@@ -78,17 +79,6 @@ bool Comm::ipc_usable(int device) {
                s.usable ? "in use" : "not possible: data goes through the fabric");
   return s.usable;
 }
-
-namespace {
-
-// Splits [0, n) into `parts` nearly equal slices; slice p is [begin, begin + len).
-void slice_of(size_t n, int parts, int p, size_t* begin, size_t* len) {
-  const size_t base = n / parts, extra = n % parts;
-  *begin = p * base + std::min<size_t>(p, extra);
-  *len = base + (static_cast<size_t>(p) < extra ? 1 : 0);
-}
-
-}  // namespace
 
 // Every rank passes every barrier even after a local failure (it skips its work instead): a
 // rank that left early would leave its peers waiting and the next call out of step.
@@ -168,11 +158,11 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
     if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off * esize, c * esize));
     EFACOLL_RETURN_IF_ERROR(barrier());
     size_t begin, len;
-    slice_of(c, size_, rank_, &begin, &len);
+    even_slice(c, size_, rank_, &begin, &len);
     if (err.is_ok() && len) work(reduce_all(s.output(rank_) + begin * esize, begin * esize, len));
     EFACOLL_RETURN_IF_ERROR(barrier());
     for (int p = 0; err.is_ok() && p < size_; ++p) {
-      slice_of(c, size_, p, &begin, &len);
+      even_slice(c, size_, p, &begin, &len);
       if (len) {
         work(gpu->copy(recv + (off + begin) * esize, s.output(p) + begin * esize, len * esize));
       }

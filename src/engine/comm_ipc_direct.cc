@@ -85,12 +85,6 @@ void end_call(IpcState& s) {
   }
 }
 
-void slice_of(size_t n, int parts, int p, size_t* begin, size_t* len) {
-  const size_t base = n / parts, extra = n % parts;
-  *begin = p * base + std::min<size_t>(p, extra);
-  *len = base + (static_cast<size_t>(p) < extra ? 1 : 0);
-}
-
 }  // namespace
 
 bool Comm::ipc_direct_possible(const CollArgs& args) const {
@@ -147,7 +141,7 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
     switch (args.kind) {
       case CollKind::kAllreduce: {
         size_t begin, len;
-        slice_of(args.count, size_, rank_, &begin, &len);
+        even_slice(args.count, size_, rank_, &begin, &len);
         const size_t at = begin * esize, bytes = len * esize;
         if (len) st = fold(recv + at, at, len);
         for (int p = 0; st.is_ok() && len && p < size_; ++p) {

@@ -165,3 +165,26 @@ TEST(ScheduleInvariants, ReportsWhenTagsCannotNumberTheChunks) {
 
 }  // namespace
 }  // namespace efacoll
+
+namespace efacoll {
+namespace {
+
+TEST(EvenSplit, SlicesMatchTheBlocks) {
+  for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(100)}) {
+    for (int n : {1, 3, 8}) {
+      std::vector<size_t> blocks = even_blocks(count, n);
+      size_t at = 0;
+      for (int p = 0; p < n; ++p) {
+        size_t begin, len;
+        even_slice(count, n, p, &begin, &len);
+        EXPECT_EQ(begin, at);
+        EXPECT_EQ(len, blocks[p]);
+        at += len;
+      }
+      EXPECT_EQ(at, count);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace efacoll
