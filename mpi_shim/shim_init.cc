@@ -148,7 +148,12 @@ int open_engine() {
     PMPI_Barrier(MPI_COMM_WORLD);
     return raise_error(MPI_COMM_WORLD, st, false);
   }
-  s.engine = std::make_unique<Engine>(std::move(transport), engine_config(p), std::move(gpu));
+  EngineConfig config = engine_config(p);
+  if (p.integer(Param::kNodeSize) > 0) {
+    config.node_name =
+        "declared node " + std::to_string(s.world_rank / p.integer(Param::kNodeSize));
+  }
+  s.engine = std::make_unique<Engine>(std::move(transport), config, std::move(gpu));
   log_what_is_used(p, gpu_note);
   report_topology(p);
   return MPI_SUCCESS;

@@ -70,6 +70,10 @@ struct EngineConfig {
 
 class Comm;
 
+// Node size L when the members (by node name) form nodes of L consecutive ranks, with more than
+// one node and more than one rank per node; 0 otherwise.
+int equal_contiguous_nodes(const std::vector<std::string>& nodes);
+
 class Engine {
  public:
   Engine(std::unique_ptr<Transport> transport, const EngineConfig& config);
@@ -147,6 +151,7 @@ class Comm {
   void* pinned_ = nullptr;  // host copies of small GPU calls
   size_t pinned_bytes_ = 0;
   bool one_node_ = false;  // every member on this node
+  int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
   std::unique_ptr<IpcState> ipc_;
 };
 

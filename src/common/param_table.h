@@ -57,6 +57,9 @@
   X(kIpcDirect, "EFACOLL_IPC_DIRECT", kBool, "1",                                                \
     "Inside one node, read and write the peers' own GPU buffers (each allocation mapped once) "  \
     "instead of rounds through a workspace.")                                                     \
+  X(kNodeSize, "EFACOLL_NODE_SIZE", kInteger, "0",                                               \
+    "Declare nodes of this many consecutive world ranks (0: nodes are host names). Lets one "  \
+    "machine run the hierarchical (multi-node) algorithms, e.g. 4 ranks as 2 nodes of 2.")     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

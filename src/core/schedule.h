@@ -36,6 +36,7 @@ struct Schedule {
   std::vector<std::vector<uint32_t>> successors;
   std::vector<uint32_t> num_deps;
   size_t scratch_bytes = 0;
+  const char* algorithm = "ring";  // for TRACE lines
 
   uint32_t add(const Op& op);
   // `after` may start only once `before` has completed.

@@ -40,6 +40,7 @@ class SlotRing {
 Schedule stage_network_ops(const Schedule& in, const GpuBuffers& gpu, const StagePlan& plan) {
   Schedule out;
   out.scratch_bytes = in.scratch_bytes;
+  out.algorithm = in.algorithm;
   const size_t n = in.ops.size();
   // Where each old op's dependencies now land (entry) and what now marks it done (exit).
   std::vector<uint32_t> entry(n), exit(n);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "coll/builders.h"
+#include "coll/hier_allreduce.h"
 #include "common/log.h"
 #include "core/executor.h"
 #include "core/staging.h"
@@ -56,12 +57,26 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-Status build(CollKind kind, RingArgs& ring, Schedule* schedule) {
+// Allreduce across several nodes goes hierarchical (hier_per_node > 0).
+Status build(CollKind kind, RingArgs& ring, int hier_per_node, Schedule* schedule) {
   // More chunks than a tag can number: grow the chunk until they fit.
   for (;;) {
-    Status st = kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, schedule)
-                : kind == CollKind::kAllgather ? build_ring_allgather(ring, schedule)
-                                               : build_ring_reduce_scatter(ring, schedule);
+    Status st;
+    if (kind == CollKind::kAllreduce && hier_per_node > 0) {
+      HierArgs h;
+      h.rank = ring.rank;
+      h.nranks = ring.nranks;
+      h.ranks_per_node = hier_per_node;
+      for (size_t c : ring.block_counts) h.count += c;
+      h.elem_size = ring.elem_size;
+      h.inplace = ring.inplace;
+      h.chunk_bytes = ring.chunk_bytes;
+      st = build_hier_allreduce(h, schedule);
+    } else {
+      st = kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, schedule)
+           : kind == CollKind::kAllgather ? build_ring_allgather(ring, schedule)
+                                          : build_ring_reduce_scatter(ring, schedule);
+    }
     if (st.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) return st;
     ring.chunk_bytes *= 2;
   }
@@ -129,7 +144,7 @@ Status Comm::run(const CollArgs& args) {
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
   Schedule schedule;
   if (!gpu) {
-    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, &schedule));
+    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, hier_per_node_, &schedule));
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
@@ -161,7 +176,7 @@ Status Comm::run(const CollArgs& args) {
   if (one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
   } else {
-    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, &schedule));
+    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) {
@@ -199,7 +214,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, &schedule));
+  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   size_t out_bytes = recv_bytes;
   if (args.kind == CollKind::kReduceScatter)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "common/log.h"
 #include "gpu/gpu_runtime.h"
@@ -48,6 +49,22 @@ Engine::~Engine() {
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }
 
+// L when the members form nodes of L consecutive ranks each, with more than one node and more
+// than one rank per node (what the hierarchical allreduce needs); 0 otherwise.
+int equal_contiguous_nodes(const std::vector<std::string>& nodes) {
+  const int n = static_cast<int>(nodes.size());
+  int per_node = 1;
+  while (per_node < n && nodes[per_node] == nodes[0]) ++per_node;
+  if (per_node == n || per_node == 1 || n % per_node != 0) return 0;
+  std::set<std::string> seen;
+  for (int r = 0; r < n; ++r) {
+    if (nodes[r] != nodes[(r / per_node) * per_node]) return 0;
+    // Each node is one group: a name seen in an earlier group means a node split in two.
+    if (r % per_node == 0 && !seen.insert(nodes[r]).second) return 0;
+  }
+  return per_node;
+}
+
 Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
   const int n = bootstrap.size();
   if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
@@ -74,6 +91,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
 
   std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
   bool one_node = true;
+  std::vector<std::string> nodes(n);
   std::vector<std::vector<uint8_t>> addresses(n);
   for (int r = 0; r < n; ++r) {
     const uint8_t* blob = &all[blob_bytes * r];
@@ -82,6 +100,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
     addresses[r].assign(blob + id_bytes + sizeof(len), blob + id_bytes + sizeof(len) + len);
     one_node = one_node && std::memcmp(blob + blob_bytes - kHostBytes,
                                        &all[blob_bytes - kHostBytes], kHostBytes) == 0;
+    nodes[r] = reinterpret_cast<const char*>(blob + blob_bytes - kHostBytes);
   }
   uint32_t id = kMaxCommIds;
   for (uint32_t i = 0; i < kMaxCommIds && id == kMaxCommIds; ++i) {
@@ -93,6 +112,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
 
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
   comm->one_node_ = one_node;
+  comm->hier_per_node_ = equal_contiguous_nodes(nodes);
   EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
   comm_ids_in_use_[id] = true;
   EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);

@@ -156,6 +156,32 @@ TEST_P(RingRanks, AllgatherEveryCountInPlace) {
 INSTANTIATE_TEST_SUITE_P(Ranks, RingRanks, ::testing::Values(1, 2, 3, 4, 5, 8),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
+TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
+  for (auto [n, per_node] : {std::make_pair(4, 2), std::make_pair(6, 3), std::make_pair(8, 2)}) {
+    RankSetup setup = loopback_setup();
+    setup.node_size = per_node;
+    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
+      for (auto pair : allowed_pairs()) {
+        for (size_t count : counts_for(n)) {
+          for (bool inplace : {false, true}) {
+            allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
+          }
+        }
+      }
+    }));
+  }
+}
+
+TEST(Hierarchical, NodeShapes) {
+  EXPECT_EQ(equal_contiguous_nodes({"a", "a", "b", "b"}), 2);
+  EXPECT_EQ(equal_contiguous_nodes({"a", "a", "a", "b", "b", "b"}), 3);
+  EXPECT_EQ(equal_contiguous_nodes({"a", "a", "a", "a"}), 0) << "one node: no hierarchy";
+  EXPECT_EQ(equal_contiguous_nodes({"a", "b", "c"}), 0) << "one rank per node: the flat ring";
+  EXPECT_EQ(equal_contiguous_nodes({"a", "a", "b", "b", "b", "b"}), 0) << "unequal nodes";
+  EXPECT_EQ(equal_contiguous_nodes({"a", "b", "a", "b"}), 0) << "interleaved ranks";
+  EXPECT_EQ(equal_contiguous_nodes({"a", "a", "b", "b", "a", "a"}), 0) << "a node split in two";
+}
+
 TEST(RingCollectives, InterleavedCallsOnTwoCommunicatorsStayApart) {
   // A second communicator over the same endpoints, calls interleaved: tags keep them apart.
   const int n = 3;

@@ -7,17 +7,19 @@
 #include <tuple>
 
 #include "coll/builders.h"
+#include "coll/hier_allreduce.h"
 
 namespace efacoll {
 namespace {
 
-enum class Algo { kAllreduce, kAllgather, kReduceScatter };
+enum class Algo { kAllreduce, kAllgather, kReduceScatter, kHierAllreduce };
 
 struct Case {
   Algo algo;
   int n;
   std::vector<size_t> blocks;
   bool inplace;
+  int per_node = 0;  // hierarchical: ranks per declared node
 };
 
 Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
@@ -35,6 +37,17 @@ Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
       return build_ring_allgather(a, s);
     case Algo::kReduceScatter:
       return build_ring_reduce_scatter(a, s);
+    case Algo::kHierAllreduce: {
+      HierArgs h;
+      h.rank = rank;
+      h.nranks = c.n;
+      h.ranks_per_node = c.per_node;
+      for (size_t b : c.blocks) h.count += b;
+      h.elem_size = 4;
+      h.inplace = c.inplace;
+      h.chunk_bytes = chunk;
+      return build_hier_allreduce(h, s);
+    }
   }
   return Status(Code::kInternal, "?");
 }
@@ -52,6 +65,11 @@ std::vector<Case> cases() {
         std::vector<size_t> zeros(n);
         for (int r = 0; r < n; ++r) zeros[r] = r % 2 ? 0 : count;
         out.push_back({Algo::kReduceScatter, n, zeros, inplace});
+        for (int per_node : {2, 4}) {
+          if (n % per_node == 0 && n > per_node) {
+            out.push_back({Algo::kHierAllreduce, n, even, inplace, per_node});
+          }
+        }
       }
     }
   }
@@ -59,7 +77,8 @@ std::vector<Case> cases() {
 }
 
 std::string name(const Case& c) {
-  static const char* const kNames[] = {"allreduce", "allgather", "reduce_scatter"};
+  static const char* const kNames[] = {"allreduce", "allgather", "reduce_scatter",
+                                       "hier_allreduce"};
   std::string s = std::string(kNames[static_cast<int>(c.algo)]) + " n=" + std::to_string(c.n) +
                   (c.inplace ? " inplace" : "") + " blocks";
   for (size_t b : c.blocks) s += " " + std::to_string(b);

@@ -61,7 +61,9 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
           return;
         }
       }
-      Engine engine(std::move(transport), setup.config);
+      EngineConfig config = setup.config;
+      if (setup.node_size > 0) config.node_name = "node " + std::to_string(r / setup.node_size);
+      Engine engine(std::move(transport), config);
       ThreadBootstrap bootstrap(group, r);
       std::unique_ptr<Comm> comm;
       Status st = engine.create_comm(bootstrap, &comm);

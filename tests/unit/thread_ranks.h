@@ -50,6 +50,7 @@ struct RankSetup {
   std::string transport = "loopback";
   EngineConfig config;
   FabricOptions fabric;
+  int node_size = 0;  // >0: rank r is on declared node r / node_size
 };
 
 struct RankContext {
