@@ -5,12 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "coll/builders.h"
 #include "core/executor.h"
 #include "reference.h"
-#include "transport/loopback/loopback_transport.h"
+#include "schedule_runner.h"
 
 namespace efacoll {
 namespace {
@@ -104,56 +102,21 @@ TEST(Staging, SlotsAreReusedOnlyAfterTheirPreviousUserFinished) {
   }
 }
 
-// Runs a staged allreduce on n threads over loopback; "GPU" buffers are host memory here.
+// A staged allreduce on n threads over loopback; "GPU" buffers are host memory here.
 std::vector<std::string> run_staged(int n, size_t count, bool inplace, int slots) {
-  auto fabric = make_loopback_fabric();
-  std::vector<std::unique_ptr<Transport>> transports;
-  std::vector<std::vector<uint8_t>> addresses;
-  for (int r = 0; r < n; ++r) {
-    transports.push_back(make_loopback_transport(fabric));
-    addresses.push_back(transports.back()->local_address());
-  }
-  std::vector<std::string> failures(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      std::vector<PeerAddr> peers;
-      transports[r]->insert_peers(addresses, &peers);
-      StagePlan plan;
-      plan.send_slots = plan.recv_slots = slots;
-      const size_t chunk = 12;
-      plan.slot_bytes = chunk;
-      Schedule s = staged_allreduce(r, n, count, inplace, plan, chunk);
-      testing::Bytes in = testing::make_input(DType::kInt32, ROp::kSum, r, count);
-      testing::Bytes out = inplace ? in : testing::Bytes(in.size(), 0xA5);
-      std::vector<uint8_t> scratch(s.scratch_bytes), stage(plan.total_bytes());
-      HostLocalOps local;
-      ExecContext ctx;
-      ctx.transport = transports[r].get();
-      ctx.local = &local;
-      ctx.peers = &peers;
-      ctx.rank = r;
-      ctx.dtype = DType::kInt32;
-      ctx.op = ROp::kSum;
-      ctx.timeout = std::chrono::milliseconds(20000);
-      ctx.what = "staged allreduce";
-      ExecBuffers bufs;
-      bufs.send = inplace ? out.data() : in.data();
-      bufs.recv = out.data();
-      bufs.scratch = scratch.data();
-      bufs.stage = stage.data();
-      bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = true;
-      Status st = execute_schedule(s, ctx, bufs);
-      if (!st.is_ok()) {
-        failures[r] = st.to_string();
-        return;
-      }
-      failures[r] = testing::compare(
-          out, testing::expected_reduction(DType::kInt32, ROp::kSum, n, count), DType::kInt32);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return failures;
+  StagePlan plan;
+  plan.send_slots = plan.recv_slots = slots;
+  plan.slot_bytes = 12;
+  testing::ScheduleRun run;
+  run.nranks = n;
+  run.count = count;
+  run.inplace = inplace;
+  run.all_gpu = true;
+  run.stage_bytes = plan.total_bytes();
+  run.build = [&](int rank) {
+    return staged_allreduce(rank, n, count, inplace, plan, plan.slot_bytes);
+  };
+  return testing::run_allreduce_schedules(run);
 }
 
 TEST(Staging, StagedAllreduceIsExact) {
