@@ -75,6 +75,7 @@ Status open_transport(const Params& p, bool have_gpu, std::unique_ptr<Transport>
 EngineConfig engine_config(const Params& p) {
   EngineConfig config;
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
+  config.rd_max_bytes = static_cast<size_t>(p.integer(Param::kRdMaxBytes));
   config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
   config.force_mr_local = p.flag(Param::kForceMrLocal);
   config.mr_cache_entries =

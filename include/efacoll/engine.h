@@ -47,6 +47,8 @@ struct CollArgs {
 
 struct EngineConfig {
   size_t chunk_bytes = 1 << 19;
+  // Allreduce of at most this many bytes uses recursive doubling instead of the ring.
+  size_t rd_max_bytes = 65536;
   std::chrono::milliseconds timeout{300000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;

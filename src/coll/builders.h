@@ -9,6 +9,9 @@ namespace efacoll {
 
 // recv[i] = reduce over ranks of send[i]; blocks: any split of the vector (usually even_blocks).
 Status build_ring_allreduce(const RingArgs& args, Schedule* out);
+// The same result for small vectors in log2(P) exchanges (block_counts: any split; only the sum
+// matters).
+Status build_rd_allreduce(const RingArgs& args, Schedule* out);
 // recv[block r] holds every rank's send; block_counts all equal to the per-rank count.
 Status build_ring_allgather(const RingArgs& args, Schedule* out);
 // recv[0 .. block_counts[rank]) = reduce over ranks of send[block rank].

@@ -60,6 +60,9 @@
   X(kNodeSize, "EFACOLL_NODE_SIZE", kInteger, "0",                                               \
     "Declare nodes of this many consecutive world ranks (0: nodes are host names). Lets one "  \
     "machine run the hierarchical (multi-node) algorithms, e.g. 4 ranks as 2 nodes of 2.")     \
+  X(kRdMaxBytes, "EFACOLL_RD_MAX_BYTES", kBytes, "65536",                                         \
+    "Allreduce of at most this many bytes uses recursive doubling (log2 P exchanges) instead "  \
+    "of the ring (2(P-1) steps).")                                                                \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

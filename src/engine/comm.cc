@@ -57,8 +57,15 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-// Allreduce across several nodes goes hierarchical (hier_per_node > 0).
-Status build(CollKind kind, RingArgs& ring, int hier_per_node, Schedule* schedule) {
+// Allreduce across several nodes goes hierarchical (hier_per_node > 0); a small one inside a
+// node goes by recursive doubling.
+Status build(CollKind kind, RingArgs& ring, int hier_per_node, size_t rd_max_bytes,
+             Schedule* schedule) {
+  size_t bytes = 0;
+  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
+  if (kind == CollKind::kAllreduce && hier_per_node == 0 && bytes <= rd_max_bytes) {
+    return build_rd_allreduce(ring, schedule);
+  }
   // More chunks than a tag can number: grow the chunk until they fit.
   for (;;) {
     Status st;
@@ -144,7 +151,8 @@ Status Comm::run(const CollArgs& args) {
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
   Schedule schedule;
   if (!gpu) {
-    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, hier_per_node_, &schedule));
+    EFACOLL_RETURN_IF_ERROR(
+        build(args.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
@@ -176,7 +184,8 @@ Status Comm::run(const CollArgs& args) {
   if (one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
   } else {
-    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, &schedule));
+    EFACOLL_RETURN_IF_ERROR(
+        build(a.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) {
@@ -214,7 +223,8 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, &schedule));
+  EFACOLL_RETURN_IF_ERROR(
+      build(args.kind, ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   size_t out_bytes = recv_bytes;
   if (args.kind == CollKind::kReduceScatter)

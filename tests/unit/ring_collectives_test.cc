@@ -22,6 +22,7 @@ std::vector<size_t> counts_for(int n) {
 RankSetup loopback_setup() {
   RankSetup s;
   s.config.chunk_bytes = kChunkBytes;
+  s.config.rd_max_bytes = 0;  // the ring, at every size (recursive doubling has its own test)
   return s;
 }
 
@@ -160,6 +161,22 @@ TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
   for (auto [n, per_node] : {std::make_pair(4, 2), std::make_pair(6, 3), std::make_pair(8, 2)}) {
     RankSetup setup = loopback_setup();
     setup.node_size = per_node;
+    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
+      for (auto pair : allowed_pairs()) {
+        for (size_t count : counts_for(n)) {
+          for (bool inplace : {false, true}) {
+            allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
+          }
+        }
+      }
+    }));
+  }
+}
+
+TEST(RecursiveDoubling, EveryTypeOpCountInPlace) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    RankSetup setup = loopback_setup();
+    setup.config.rd_max_bytes = SIZE_MAX;
     expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
       for (auto pair : allowed_pairs()) {
         for (size_t count : counts_for(n)) {

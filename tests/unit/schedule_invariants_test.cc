@@ -12,7 +12,7 @@
 namespace efacoll {
 namespace {
 
-enum class Algo { kAllreduce, kAllgather, kReduceScatter, kHierAllreduce };
+enum class Algo { kAllreduce, kAllgather, kReduceScatter, kHierAllreduce, kRdAllreduce };
 
 struct Case {
   Algo algo;
@@ -37,6 +37,8 @@ Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
       return build_ring_allgather(a, s);
     case Algo::kReduceScatter:
       return build_ring_reduce_scatter(a, s);
+    case Algo::kRdAllreduce:
+      return build_rd_allreduce(a, s);
     case Algo::kHierAllreduce: {
       HierArgs h;
       h.rank = rank;
@@ -60,6 +62,7 @@ std::vector<Case> cases() {
         std::vector<size_t> even(n, count / n);
         for (size_t i = 0; i < count % n; ++i) ++even[i];
         out.push_back({Algo::kAllreduce, n, even, inplace});
+        out.push_back({Algo::kRdAllreduce, n, even, inplace});
         out.push_back({Algo::kAllgather, n, std::vector<size_t>(n, count), inplace});
         out.push_back({Algo::kReduceScatter, n, even, inplace});
         std::vector<size_t> zeros(n);
@@ -77,8 +80,8 @@ std::vector<Case> cases() {
 }
 
 std::string name(const Case& c) {
-  static const char* const kNames[] = {"allreduce", "allgather", "reduce_scatter",
-                                       "hier_allreduce"};
+  static const char* const kNames[] = {"allreduce", "allgather", "reduce_scatter", "hier_allreduce",
+                                       "rd_allreduce"};
   std::string s = std::string(kNames[static_cast<int>(c.algo)]) + " n=" + std::to_string(c.n) +
                   (c.inplace ? " inplace" : "") + " blocks";
   for (size_t b : c.blocks) s += " " + std::to_string(b);
