@@ -67,7 +67,7 @@ int raise_error(MPI_Comm comm, const Status& status, bool log = true);
 // --- statistics (shim_stats.cc) ---
 void stats_engine_call(CollKind kind, size_t bytes, std::chrono::nanoseconds time);
 void stats_mpi_call(CollKind kind, const char* reason);
-void stats_print_if_enabled(MPI_Comm comm);
+void stats_print_if_enabled();
 struct Counters {
   unsigned long long engine_calls = 0, mpi_calls = 0, engine_bytes = 0;
 };

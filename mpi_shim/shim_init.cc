@@ -20,6 +20,17 @@ namespace efacoll {
 namespace shim {
 namespace {
 
+// MPI_Get_library_version's text (callable before MPI_Init), read once.
+const std::string& mpi_library_version() {
+  static const std::string version = [] {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    PMPI_Get_library_version(text, &len);
+    return std::string(text);
+  }();
+  return version;
+}
+
 void configure_before_mpi(const EnvMap& env) {
   State& s = state();
   s.params = std::make_unique<Params>(Params::from_env(env));
@@ -29,11 +40,9 @@ void configure_before_mpi(const EnvMap& env) {
   for (const auto& problem : p.problems()) EFACOLL_WARN(kEnv, "%s", problem.c_str());
   if (!p.flag(Param::kEnable) || !p.flag(Param::kSteerMpi)) return;
 
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-  int len = 0;
-  PMPI_Get_library_version(version, &len);
   std::vector<std::string> efa = efa_devices("/sys");
-  SteeringPlan plan = plan_host_mpi_steering(detect_mpi_flavor(version), !efa.empty(), env);
+  SteeringPlan plan =
+      plan_host_mpi_steering(detect_mpi_flavor(mpi_library_version()), !efa.empty(), env);
   for (const auto& kv : plan.set) setenv(kv.first.c_str(), kv.second.c_str(), 0);
   for (const auto& m : plan.messages) EFACOLL_INFO(kEnv, "host MPI: %s", m.c_str());
 }
@@ -91,11 +100,8 @@ EngineConfig engine_config(const Params& p) {
 
 void log_what_is_used(const Params& p, const std::string& gpu_note) {
   const TransportInfo& ti = state().engine->transport_info();
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-  int len = 0;
-  PMPI_Get_library_version(version, &len);
-  std::string mpi(version);
-  mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+  const std::string& version = mpi_library_version();
+  const std::string mpi = version.substr(0, version.find_first_of(",\n"));
   const bool gpu = state().engine->gpu() != nullptr;
   EFACOLL_INFO(kInit,
                "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
@@ -210,7 +216,7 @@ EFACOLL_EXPORT int MPI_Finalize(void) {
   try {
     State& s = state();
     if (s.engine) {
-      stats_print_if_enabled(MPI_COMM_WORLD);
+      stats_print_if_enabled();
       auto lock = engine_lock();
       comm_cache_release_all();
       s.finalized = true;

@@ -47,7 +47,7 @@ Counters stats_counters(CollKind kind) {
   return stats(kind).counters;
 }
 
-void stats_print_if_enabled(MPI_Comm comm) {
+void stats_print_if_enabled() {
   State& st = state();
   if (!st.params || !st.params->flag(Param::kStats) || st.world_rank != 0) return;
   std::lock_guard<std::mutex> lock(stats_mutex());

@@ -131,7 +131,7 @@ class Comm {
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
-                          size_t recv_bytes);
+                          size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc
   Status host_allgather(const void* in, size_t bytes, void* out);
   bool ipc_usable(int device);

@@ -20,6 +20,7 @@ namespace {
 struct RingPlan {
   RingArgs ring;
   size_t send_bytes = 0, recv_bytes = 0;
+  size_t result_bytes = 0;  // what the caller finds in recv afterwards
 };
 
 Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, RingPlan* plan) {
@@ -50,10 +51,12 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
       ring.block_counts.assign(args.recvcounts, args.recvcounts + size);
       for (size_t c : ring.block_counts) plan->send_bytes += c * esize;
       plan->recv_bytes = args.inplace ? plan->send_bytes : args.recvcounts[rank] * esize;
-      break;
+      plan->result_bytes = args.recvcounts[rank] * esize;
+      return Status::ok();
     default:
       return Status(Code::kUnsupported, "unknown collective");
   }
+  plan->result_bytes = plan->recv_bytes;
   return Status::ok();
 }
 
@@ -160,7 +163,7 @@ Status Comm::run(const CollArgs& args) {
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
   if (plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
-    return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes);
+    return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
   }
   // Host buffers in a GPU call are replaced by device copies (in and out).
   CollArgs a = args;
@@ -188,19 +191,14 @@ Status Comm::run(const CollArgs& args) {
         build(a.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
-  if (st.is_ok() && host_recv) {
-    size_t out_bytes = plan.recv_bytes;
-    if (args.kind == CollKind::kReduceScatter)
-      out_bytes = args.recvcounts[rank_] * dtype_size(args.dtype);
-    st = rt->copy(args.recvbuf, recv_tmp.get(), out_bytes);
-  }
+  if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
   return st;
 }
 
 // Copies in (synchronously, after the caller's work on the legacy default stream), runs the
 // host schedule on pinned copies, copies the result back.
 Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
-                              size_t recv_bytes) {
+                              size_t recv_bytes, size_t result_bytes) {
   GpuRuntime* rt = engine_->gpu_.get();
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
@@ -226,10 +224,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   EFACOLL_RETURN_IF_ERROR(
       build(args.kind, ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
-  size_t out_bytes = recv_bytes;
-  if (args.kind == CollKind::kReduceScatter)
-    out_bytes = args.recvcounts[rank_] * dtype_size(args.dtype);
-  return out_bytes ? rt->copy(args.recvbuf, host_recv, out_bytes) : Status::ok();
+  return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }
 
 }  // namespace efacoll
