@@ -60,6 +60,7 @@ struct Options {
   int warmup = 2, repeats = 5;
   bool latency = false;
   bool peer_copy = false;  // physical reference: copy-engine peer copy GPU0 -> GPU1
+  bool no_nccl = false;    // ranks sharing a GPU (NCCL refuses them)
 };
 
 struct Bench {
@@ -105,7 +106,7 @@ size_t parse_bytes(const char* s) {
 
 void usage() {
   fprintf(stderr,
-          "usage: gpu_bench [-b MIN] [-e MAX] [-f N] [-c COLL] [-n N] [-w N] [-r N] [-l]\n"
+          "usage: gpu_bench [-b MIN] [-e MAX] [-f N] [-c COLL] [-n N] [-w N] [-r N] [-l] [-p] [-N]\n"
           "  -b/-e  size range in bytes, K/M/G suffixes (default 8 .. 1G); float data, op sum\n"
           "  -f     size multiplication factor (default 2)\n"
           "  -c     allreduce | allgather | reduce_scatter (default allreduce)\n"
@@ -113,14 +114,15 @@ void usage() {
           "  -w     warm-up calls per size (default 2)\n"
           "  -r     repeats; the time shown is their median (default 5)\n"
           "  -l     latency: single blocking 8-byte allreduce calls (-n samples, default %d)\n"
-          "  -p     also print the peer-copy bandwidth GPU0 -> GPU1 at the largest size (rank 0)\n",
+          "  -p     also print the peer-copy bandwidth GPU0 -> GPU1 at the largest size (rank 0)\n"
+          "  -N     no NCCL column (NCCL needs one GPU per rank; ranks here may share one)\n",
           kTargetSeconds, kMinIters, kLatencySamples);
 }
 
 bool parse_options(int argc, char** argv, Options* o) {
   int c;
   bool ok = true;
-  while (ok && (c = getopt(argc, argv, "b:e:f:c:n:w:r:lph")) != -1) {
+  while (ok && (c = getopt(argc, argv, "b:e:f:c:n:w:r:lpNh")) != -1) {
     // clang-format off
     switch (c) {
       case 'b': ok = (o->min_bytes = parse_bytes(optarg)) > 0; break;
@@ -131,6 +133,7 @@ bool parse_options(int argc, char** argv, Options* o) {
       case 'r': ok = (o->repeats = atoi(optarg)) > 0; break;
       case 'l': o->latency = true; break;
       case 'p': o->peer_copy = true; break;
+      case 'N': o->no_nccl = true; break;
       case 'c':
         ok = false;
         for (int i = 0; i < 3; ++i) {
@@ -532,7 +535,7 @@ int main(int argc, char** argv) {
   b.usable[kGpuEfacoll] = dlsym(RTLD_DEFAULT, "efacoll_provider") != nullptr ||
                           (cuda_aware != nullptr && cuda_aware() == 1);
   allocate_buffers(b, max_count);
-  init_nccl(b);
+  if (!b.opt.no_nccl) init_nccl(b);
   print_header(b);
   if (b.opt.peer_copy && b.rank == 0) print_peer_copy(b.opt.max_bytes);
   long long wrong = b.opt.latency ? run_latency(b) : run_sizes(b);

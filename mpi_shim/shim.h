@@ -14,6 +14,8 @@
 #include "efacoll/status.h"
 #include "efacoll/types.h"
 #include "gpu/memory_kind.h"
+#include "topo/nic_choice.h"
+#include "topo/topology.h"
 
 #define EFACOLL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -51,6 +53,11 @@ bool map_reduce_type(MPI_Datatype type, DType* out);
 bool map_op(MPI_Op op, ROp* out);
 // A predefined type without holes, for data that is only moved: its size in bytes.
 bool plain_type_size(MPI_Datatype type, size_t* out);
+
+// --- NIC choice (shim_nic.cc) ---
+// Collective over MPI_COMM_WORLD. requested: EFACOLL_NIC.
+NicChoice choose_rank_nic(const std::string& requested, const std::string& provider,
+                          const Topology& topo);
 
 // --- communicators (shim_comm_cache.cc) ---
 void comm_cache_init();

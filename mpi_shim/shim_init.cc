@@ -55,12 +55,25 @@ std::string read_first_line(const char* path) {
 }
 
 // The provider the policy allows, opened; or the one clear error.
-Status open_transport(const Params& p, bool have_gpu, std::unique_ptr<Transport>* out) {
+Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
+                      std::unique_ptr<Transport>* out, std::string* nic_why) {
   const std::string requested = p.text(Param::kProvider);
+  const NicChoice nic = choose_rank_nic(p.text(Param::kNic), requested, topo);
+  *nic_why = nic.why;
+  if (!nic.domain.empty() && p.text(Param::kNic) != "auto") {
+    std::vector<std::string> domains = offered_domains(requested);
+    if (std::find(domains.begin(), domains.end(), nic.domain) == domains.end()) {
+      std::string list;
+      for (const std::string& d : domains) list += (list.empty() ? "" : ", ") + d;
+      return Status(Code::kUnsupported,
+                    "EFACOLL_NIC=" + nic.domain + ": provider " + requested +
+                        " has no such domain (it offers: " + (list.empty() ? "none" : list) + ")");
+    }
+  }
   FiInfoPtr info;
   // FI_HMEM is asked of EFA only: elsewhere (1.17's shm) it may be emulated through CUDA copies
   // by a libfabric that was built without CUDA.
-  Status found = find_provider(requested, &info, have_gpu && requested == "efa");
+  Status found = find_provider(requested, &info, have_gpu && requested == "efa", nic.domain);
   const char* fi_provider = std::getenv("FI_PROVIDER");
   ProviderDecision decision = decide_provider(requested, found.is_ok(), offered_providers(),
                                               fi_provider ? fi_provider : "");
@@ -93,6 +106,10 @@ EngineConfig engine_config(const Params& p) {
   config.gpu_host_path_max = static_cast<size_t>(p.integer(Param::kGpuHostPathMax));
   config.ipc_chunk_bytes = static_cast<size_t>(p.integer(Param::kIpcChunkSize));
   config.ipc_direct = p.flag(Param::kIpcDirect);
+  config.hier_ipc = p.flag(Param::kHierIpc);
+  config.ipc_ll_seq_start =
+      static_cast<uint64_t>(std::max<int64_t>(0, p.integer(Param::kIpcLlSeqStart)));
+  config.ipc_ll_max_bytes = static_cast<size_t>(p.integer(Param::kIpcLlMax));
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
   return config;
@@ -115,10 +132,9 @@ void log_what_is_used(const Params& p, const std::string& gpu_note) {
                mpi_is_cuda_aware() ? " (CUDA-aware)" : "");
 }
 
-void report_topology(const Params& p) {
+void report_topology(const Params& p, const Topology& topo) {
   const std::string dump = p.text(Param::kTopoDumpFile);
   if (dump.empty() && !log_enabled(LogLevel::kInfo, kTopo)) return;
-  Topology topo = detect_topology("/sys");
   std::string text = topo.describe();
   EFACOLL_INFO(kTopo, "%s", text.substr(0, text.find('\n')).c_str());
   if (dump.empty()) return;
@@ -138,8 +154,10 @@ int open_engine() {
   if (!gpu && gpu_note.empty()) gpu_note = "EFACOLL_GPU=0";
   if (!gpu) gpu_note = "none (" + gpu_note + ")";
 
+  const Topology topo = detect_topology("/sys");
   std::unique_ptr<Transport> transport;
-  Status st = open_transport(p, gpu != nullptr, &transport);
+  std::string nic_why;
+  Status st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
   if (st.is_ok()) {
     const TransportInfo& ti = transport->info();
     GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr,
@@ -162,7 +180,9 @@ int open_engine() {
   }
   s.engine = std::make_unique<Engine>(std::move(transport), config, std::move(gpu));
   log_what_is_used(p, gpu_note);
-  report_topology(p);
+  EFACOLL_INFO(kNet, "NIC: domain %s (%s)", s.engine->transport_info().domain.c_str(),
+               nic_why.c_str());
+  report_topology(p, topo);
   return MPI_SUCCESS;
 }
 

@@ -16,9 +16,12 @@
 #              and EFACOLL_IPC_CHUNK_SIZE=0 (staged fabric pipelines, small messages included)
 #   chunk-shm  the same on shm
 #   rdma-shm   one-sided protocol (clear-to-send + fi_writedata into the stage slots), --large
+#   ll-wrap    the low-latency protocol crossing the wrap of its 32-bit packed flags
 #   ipc-rounds CUDA IPC in 64 KiB rounds, small messages included, --large
 #   np4-tcp    4 ranks sharing the GPUs (--oversubscribe), tcp
-#   hier-tcp   the same, declared as 2 nodes of 2: hierarchical allreduce over the staged fabric
+#   hier-tcp   the same, declared as 2 nodes of 2: hierarchical allreduce, inside each node over
+#              CUDA IPC, across nodes over tcp
+#   hier-staged-tcp  the same with EFACOLL_HIER_IPC=0: every phase over the staged fabric
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 # Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
 # TOTAL_TIMEOUT (seconds for the whole run, default 560: steps that would start later are not
@@ -231,9 +234,11 @@ mpi_step mpi-shm "$NP" shm -- --large
 mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step rdma-shm "$NP" shm EFACOLL_PROTOCOL=rdma EFACOLL_RDMA_THRESHOLD=16384 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 -- --large
+mpi_step ll-wrap "$NP" shm EFACOLL_IPC_LL_SEQ_START=4294967290 --
 mpi_step ipc-rounds "$NP" shm EFACOLL_IPC_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 -- --large
 mpi_step np4-tcp 4 tcp --
 mpi_step hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 --
+mpi_step hier-staged-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_HIER_IPC=0 --
 
 if selected cupy; then
   missing="$(need_files "$LIB" "$CUPY_SCRIPT")"
@@ -259,7 +264,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm ipc-rounds np4-tcp hier-tcp cupy)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp cupy)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

@@ -22,6 +22,7 @@ struct TransportInfo;
 struct Schedule;
 struct RingArgs;
 struct IpcState;
+struct HierState;
 class MrCache;
 class GpuRuntime;
 
@@ -63,6 +64,15 @@ struct EngineConfig {
   // Read and write the peers' own buffers (mapped once per allocation) instead of rounds
   // through the workspace.
   bool ipc_direct = true;
+  // Inside one node, GPU calls in which each rank pushes at most this many bytes to its peers
+  // (together) use the low-latency protocol (one kernel, flags in peer memory, no host
+  // barrier). 0: off.
+  size_t ipc_ll_max_bytes = size_t(2) << 20;
+  // Testing: where the protocol's sequence starts (near 2^32 to cross the packed-flag wrap).
+  uint64_t ipc_ll_seq_start = 0;
+  // Across nodes, GPU allreduce runs its in-node phases over CUDA IPC (false: the whole
+  // hierarchical allreduce goes through the fabric).
+  bool hier_ipc = true;
   // Which node this process is on (empty: the host name); tests declare nodes with it.
   std::string node_name;
   // Between collectives, progress the provider this often (0: never). Manual-progress providers
@@ -127,6 +137,7 @@ class Comm {
  private:
   friend class Engine;
   Comm(Engine* engine, int rank, int size, uint32_t id);
+  Status run_locked(const CollArgs& args);
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
@@ -139,6 +150,12 @@ class Comm {
   // comm_ipc_direct.cc
   bool ipc_direct_possible(const CollArgs& args) const;
   Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
+  // comm_ipc_ll.cc
+  bool ipc_ll_fits(const CollArgs& args) const;
+  Status run_ipc_ll(const CollArgs& args);
+  // comm_hier.cc
+  bool hier_gpu_usable(int device);
+  Status run_hier_gpu(const CollArgs& args);
 
   Engine* engine_;
   int rank_, size_;
@@ -155,6 +172,7 @@ class Comm {
   bool one_node_ = false;  // every member on this node
   int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
   std::unique_ptr<IpcState> ipc_;
+  std::unique_ptr<HierState> hier_;
 };
 
 }  // namespace efacoll

@@ -39,6 +39,11 @@
   X(kIdleProgressUs, "EFACOLL_IDLE_PROGRESS_US", kInteger, "500",                                 \
     "Between collectives a thread progresses the provider this often (microseconds; 0: off): "    \
     "manual-progress providers (udp, EFA on libfabric < 2.1) need it for peers still finishing.") \
+  X(kNic, "EFACOLL_NIC", kText, "auto",                                                           \
+    "The libfabric domain (NIC) efacoll's endpoint opens. auto: the EFA nearest to this rank's "  \
+    "GPU (its current CUDA device, else local rank modulo the node's GPUs; ranks sharing a GPU " \
+    "take its nearest EFAs in turn), or the provider's first domain when that cannot be told. "  \
+    "A name (e.g. rdmap79s0-rdm, or tcp's lo) forces that domain.")                              \
   X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                 \
     "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "   \
     ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")       \
@@ -57,9 +62,20 @@
   X(kIpcDirect, "EFACOLL_IPC_DIRECT", kBool, "1",                                                \
     "Inside one node, read and write the peers' own GPU buffers (each allocation mapped once) "  \
     "instead of rounds through a workspace.")                                                     \
+  X(kIpcLlMax, "EFACOLL_IPC_LL_MAX", kBytes, "2M",                                               \
+    "Inside one node, GPU calls in which each rank pushes at most this many bytes to its peers " \
+    "(together: (ranks-1) x the vector for allreduce, (ranks-1) x a block otherwise) use the "    \
+    "low-latency protocol: one kernel pushes the data into the peers' memory and waits on flags " \
+    "there, with no host barrier. Each rank's workspace grows by about twice this. 0: off.")     \
+  X(kIpcLlSeqStart, "EFACOLL_IPC_LL_SEQ_START", kInteger, "0",                                  \
+    "Testing: the low-latency protocol's sequence number before a communicator's first call. "   \
+    "4294967290 crosses the wrap of its 32-bit packed flags within a few calls.")               \
   X(kNodeSize, "EFACOLL_NODE_SIZE", kInteger, "0",                                               \
     "Declare nodes of this many consecutive world ranks (0: nodes are host names). Lets one "  \
     "machine run the hierarchical (multi-node) algorithms, e.g. 4 ranks as 2 nodes of 2.")     \
+  X(kHierIpc, "EFACOLL_HIER_IPC", kBool, "1",                                                    \
+    "Across nodes, GPU allreduce reduce-scatters and allgathers inside each node over CUDA IPC " \
+    "and crosses nodes on each rank's slice only. 0: every phase goes through the fabric.")      \
   X(kRdMaxBytes, "EFACOLL_RD_MAX_BYTES", kBytes, "65536",                                         \
     "Allreduce of at most this many bytes uses recursive doubling (log2 P exchanges) instead "  \
     "of the ring (2(P-1) steps).")                                                                \

@@ -9,6 +9,7 @@
 #include "core/executor.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
+#include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
@@ -118,6 +119,7 @@ Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
     : engine_(engine), rank_(rank), size_(size), id_(id) {}
 
 Comm::~Comm() {
+  hier_.reset();
   ipc_.reset();
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
@@ -147,6 +149,11 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 
 Status Comm::run(const CollArgs& args) {
   std::lock_guard<std::mutex> busy(engine_->busy_);
+  return run_locked(args);
+}
+
+// Also the entry of a hierarchical call's phases, which run on sub-communicators.
+Status Comm::run_locked(const CollArgs& args) {
   RingPlan plan;
   const size_t chunk =
       std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
@@ -162,7 +169,11 @@ Status Comm::run(const CollArgs& args) {
   GpuRuntime* rt = engine_->gpu_.get();
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
-  if (plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
+  // Peer to peer inside the node when every member is here and can reach the others' GPUs.
+  // ipc_usable() is collective at its first call: every rank reaches it on the same call.
+  const bool ipc = one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0;
+  const bool ll = ipc && ipc_ll_fits(args) && ipc_usable(args.device) && ipc_->ll_usable;
+  if (!ll && plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
     return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
   }
   // Host buffers in a GPU call are replaced by device copies (in and out).
@@ -183,9 +194,13 @@ Status Comm::run(const CollArgs& args) {
     a.recv_buffer_id = 0;
   }
   Status st;
-  // Peer to peer inside the node when every member is here and can reach the others' GPUs.
-  if (one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && ipc_usable(args.device)) {
+  if (ll) {
+    st = run_ipc_ll(a);
+  } else if (ipc && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
+  } else if (a.kind == CollKind::kAllreduce && hier_per_node_ > 0 && engine_->config_.hier_ipc &&
+             hier_gpu_usable(args.device)) {
+    st = run_hier_gpu(a);
   } else {
     EFACOLL_RETURN_IF_ERROR(
         build(a.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));

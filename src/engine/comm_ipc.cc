@@ -47,14 +47,27 @@ bool Comm::ipc_usable(int device) {
   s.gpu = engine_->gpu_.get();
   s.device = device;
   s.half = engine_->config_.ipc_chunk_bytes;
+  const size_t ll_slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
+  const bool ll_wanted = ll_slot > 0;
+  s.ll_region.slot_bytes = ll_wanted ? ll_slot : 0;
+  s.ll_region.nranks = ll_wanted ? size_ : 0;
+  s.ll_seq = engine_->config_.ipc_ll_seq_start;
   struct Blob {
     uint8_t handle[GpuRuntime::kIpcHandleBytes];
+    char uuid[16];
     int32_t device;
     int32_t ok;
   };
   Blob mine = {};
-  Status st = s.gpu->alloc_device(device, 2 * s.half, &s.workspace);
+  const size_t ll_bytes = ll_wanted ? s.ll_region.total_bytes() : 0;
+  Status st = s.gpu->alloc_device(device, 2 * s.half + ll_bytes, &s.workspace);
+  // Peers write flags into the region from their first call on: it starts at zero.
+  if (st.is_ok() && ll_bytes)
+    st = s.gpu->zero(static_cast<uint8_t*>(s.workspace) + 2 * s.half, ll_bytes);
   if (st.is_ok()) st = s.gpu->ipc_export(s.workspace, mine.handle);
+  std::string uuid;
+  if (st.is_ok()) st = s.gpu->device_uuid(device, &uuid);
+  std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
   mine.device = device;
   mine.ok = st.is_ok();
   std::vector<Blob> all(size_);
@@ -75,8 +88,18 @@ bool Comm::ipc_usable(int device) {
   std::vector<int32_t> oks(size_);
   if (!host_allgather(&ok, sizeof(ok), oks.data()).is_ok()) return false;
   s.usable = std::all_of(oks.begin(), oks.end(), [](int32_t v) { return v != 0; });
-  EFACOLL_INFO(kNet, "communicator %u: CUDA IPC between its %d GPUs %s", id_, size_,
-               s.usable ? "in use" : "not possible: data goes through the fabric");
+  bool own_gpus = true;
+  for (int p = 0; p < size_; ++p) {
+    for (int q = 0; q < p; ++q) {
+      own_gpus = own_gpus && std::memcmp(all[p].uuid, all[q].uuid, sizeof(all[p].uuid)) != 0;
+    }
+  }
+  s.ll_usable = s.usable && ll_wanted && own_gpus;
+  EFACOLL_INFO(kNet, "communicator %u: CUDA IPC between its %d GPUs %s; low-latency protocol %s",
+               id_, size_, s.usable ? "in use" : "not possible: data goes through the fabric",
+               s.ll_usable ? "up to the per-rank size EFACOLL_IPC_LL_MAX"
+               : !own_gpus ? "off (ranks share a GPU)"
+                           : "off");
   return s.usable;
 }
 

@@ -33,9 +33,12 @@ Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, BufferRef*
   return gpu->ipc_export(base, out->handle);
 }
 
-void forget_peer(IpcState& s, int peer) {
+// Closes the peer's cached mappings, except those this call already uses.
+void forget_peer(IpcState& s, int peer, const std::vector<void*>& in_use) {
   for (auto it = s.mapped.begin(); it != s.mapped.end();) {
-    if (it->first.first != peer) {
+    const bool keep = it->first.first != peer ||
+                      std::find(in_use.begin(), in_use.end(), it->second) != in_use.end();
+    if (keep) {
       ++it;
       continue;
     }
@@ -45,8 +48,9 @@ void forget_peer(IpcState& s, int peer) {
   }
 }
 
-// Peer p's buffer as seen from here.
-Status map_peer(IpcState& s, int peer, const BufferRef& ref, uint8_t** out) {
+// Peer p's buffer as seen from here. `in_use`: the mapping bases this call relies on already.
+Status map_peer(IpcState& s, int peer, const BufferRef& ref, std::vector<void*>* in_use,
+                uint8_t** out) {
   void* base = nullptr;
   const auto key = std::make_pair(peer, ref.buffer_id);
   auto it = ref.buffer_id ? s.mapped.find(key) : s.mapped.end();
@@ -57,8 +61,10 @@ Status map_peer(IpcState& s, int peer, const BufferRef& ref, uint8_t** out) {
   } else {
     Status st = s.gpu->ipc_open(ref.handle, &base);
     if (st.code() == Code::kAgain) {
-      // The peer freed memory we still had mapped and reused it: drop its old mappings.
-      forget_peer(s, peer);
+      // Small allocations share the driver's larger chunks, and a chunk is mapped once: an
+      // older mapping of the same chunk (memory the peer freed, or another buffer of it) is in
+      // the way. Drop the peer's mappings this call does not use, and retry.
+      forget_peer(s, peer, *in_use);
       st = s.gpu->ipc_open(ref.handle, &base);
     }
     EFACOLL_RETURN_IF_ERROR(st);
@@ -69,6 +75,7 @@ Status map_peer(IpcState& s, int peer, const BufferRef& ref, uint8_t** out) {
       s.call_mappings.push_back(base);
     }
   }
+  in_use->push_back(base);
   *out = static_cast<uint8_t*>(base) + ref.offset;
   return Status::ok();
 }
@@ -123,8 +130,13 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
       recvs[p] = recv;
       continue;
     }
-    st = map_peer(s, p, all[p].send, &sends[p]);
-    if (st.is_ok()) st = map_peer(s, p, all[p].recv, &recvs[p]);
+    // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
+    // their outputs, allreduce does both.
+    std::vector<void*> in_use;
+    if (args.kind != CollKind::kAllgather) st = map_peer(s, p, all[p].send, &in_use, &sends[p]);
+    if (st.is_ok() && args.kind != CollKind::kReduceScatter) {
+      st = map_peer(s, p, all[p].recv, &in_use, &recvs[p]);
+    }
   }
   // Own input first: in place, dst aliases it and must be read before it is overwritten.
   auto fold = [&](uint8_t* dst, size_t at, size_t count) -> Status {

@@ -7,14 +7,20 @@
 #include <vector>
 
 #include "gpu/gpu_runtime.h"
+#include "gpu/ll_protocol.h"
 
 namespace efacoll {
 
 struct IpcState {
   bool usable = false;
   int device = -1;
-  void* workspace = nullptr;  // [input half | output half]
+  void* workspace = nullptr;  // [input half | output half | low-latency region]
   size_t half = 0;
+  // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
+  // sharing a GPU do not run at once, so one waiting on another's flags would stall).
+  bool ll_usable = false;
+  LlRegion ll_region;
+  uint64_t ll_seq = 0;
   std::vector<void*> peers;  // each rank's workspace as mapped here (own: workspace)
   GpuRuntime* gpu = nullptr;
   // Peers' user buffers mapped here, by (peer, CUDA buffer id): never mapped twice.
@@ -32,6 +38,7 @@ struct IpcState {
   }
   uint8_t* input(int rank) const { return static_cast<uint8_t*>(peers[rank]); }
   uint8_t* output(int rank) const { return static_cast<uint8_t*>(peers[rank]) + half; }
+  uint8_t* ll(int rank) const { return static_cast<uint8_t*>(peers[rank]) + 2 * half; }
 };
 
 }  // namespace efacoll

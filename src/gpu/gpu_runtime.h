@@ -7,6 +7,7 @@
 
 #include "core/local_ops.h"
 #include "efacoll/status.h"
+#include "gpu/ll_protocol.h"
 
 namespace efacoll {
 
@@ -33,6 +34,13 @@ class GpuRuntime {
   virtual Status ipc_open(const void* handle, void** out) = 0;
   virtual void ipc_close(void* mapped) = 0;
   virtual bool can_access_peer(int device, int peer_device) = 0;
+  // The GPU's UUID: tells whether two processes share one GPU, whatever their device numbers.
+  virtual Status device_uuid(int device, std::string* out) = 0;
+  // Synchronous memset to 0 of device memory.
+  virtual Status zero(void* dst, size_t bytes) = 0;
+  // Runs one low-latency collective (ll_protocol.h) and waits for it: kTimeout names a peer that
+  // did not push its data in time.
+  virtual Status run_ll(int device, const LlCall& call) = 0;
   // Makes `device` current for this thread until the guard ends.
   class DeviceGuard;
   virtual int set_device(int device) = 0;  // returns the previous one

@@ -22,6 +22,10 @@ struct Driver {
   CUresult (*ctx_pop)(void**) = nullptr;
   CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*address_range)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
+  // Optional: only to tell which GPU the process already uses.
+  CUresult (*ctx_get_current)(void**) = nullptr;
+  CUresult (*ctx_get_device)(int*) = nullptr;
+  CUresult (*device_bus_id)(char*, int, int) = nullptr;
   bool ok = false;
   std::string why_not;
 };
@@ -43,6 +47,11 @@ const Driver& driver() {
     d.memcpy = reinterpret_cast<decltype(d.memcpy)>(dlsym(lib, "cuMemcpy"));
     d.address_range =
         reinterpret_cast<decltype(d.address_range)>(dlsym(lib, "cuMemGetAddressRange_v2"));
+    d.ctx_get_current =
+        reinterpret_cast<decltype(d.ctx_get_current)>(dlsym(lib, "cuCtxGetCurrent"));
+    d.ctx_get_device = reinterpret_cast<decltype(d.ctx_get_device)>(dlsym(lib, "cuCtxGetDevice"));
+    d.device_bus_id =
+        reinterpret_cast<decltype(d.device_bus_id)>(dlsym(lib, "cuDeviceGetPCIBusId"));
     if (!d.init || !d.get_attributes || !d.ctx_push || !d.ctx_pop || !d.memcpy ||
         !d.address_range) {
       d.why_not = "libcuda.so.1 lacks the driver functions efacoll needs";
@@ -72,6 +81,18 @@ const char* mem_kind_name(MemKind k) {
       return "managed";
   }
   return "?";
+}
+
+bool current_gpu_bus_id(std::string* bus_id) {
+  const Driver& d = driver();
+  void* ctx = nullptr;
+  int dev = -1;
+  char buf[32] = {};
+  if (!d.ok || !d.ctx_get_current || !d.ctx_get_device || !d.device_bus_id) return false;
+  if (d.ctx_get_current(&ctx) != 0 || ctx == nullptr || d.ctx_get_device(&dev) != 0) return false;
+  if (d.device_bus_id(buf, sizeof(buf) - 1, dev) != 0) return false;
+  *bus_id = buf;
+  return true;
 }
 
 bool cuda_driver_available(std::string* why_not) {

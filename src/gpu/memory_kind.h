@@ -28,6 +28,10 @@ Status driver_copy(void* dst, const void* src, size_t bytes, const void* device_
 // name whole allocations.
 Status driver_allocation_base(const void* ptr, void** base);
 
+// The PCI address of the GPU whose context is current on this thread, if the process has
+// chosen one already (false otherwise, or without a driver).
+bool current_gpu_bus_id(std::string* bus_id);
+
 // Whether a CUDA driver was found (the first query loads it); the reason when not.
 bool cuda_driver_available(std::string* why_not = nullptr);
 

@@ -5,6 +5,7 @@
 
 #include "topo/nvlink_peers.h"
 #include "topo/pci_tree.h"
+#include "topo/rings.h"
 
 namespace efacoll {
 namespace {
@@ -122,6 +123,7 @@ std::string Topology::describe() const {
     out << "NIC " << n.name << " " << n.pci.bdf << " NUMA " << n.pci.numa << " domain " << n.domain
         << "\n";
   }
+  if (gpus.size() > 1) out << "ring " << intra_node_ring(*this).describe() << "\n";
   return out.str();
 }
 

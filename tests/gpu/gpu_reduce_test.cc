@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/launch_geometry.h"
+#include "gpu_test_util.h"
 #include "reference.h"
 
 namespace efacoll {
@@ -25,33 +26,6 @@ void PrintTo(const std::pair<DType, ROp>& p, std::ostream* os) {
 namespace {
 
 using testing::Bytes;
-
-// "" when a GPU can be used, else why not (asked once).
-const std::string& no_gpu_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) {
-      return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
-    }
-    if (count == 0) return std::string("cudaGetDeviceCount returned 0 devices");
-    return std::string();
-  }();
-  return reason;
-}
-
-#define SKIP_WITHOUT_GPU()                                                       \
-  do {                                                                           \
-    if (!no_gpu_reason().empty()) GTEST_SKIP() << "no GPU: " << no_gpu_reason(); \
-  } while (0)
-
-// Asserts a CUDA call succeeded, naming the call and the error.
-#define ASSERT_CUDA(call)                                                                  \
-  do {                                                                                     \
-    cudaError_t err_ = (call);                                                             \
-    ASSERT_EQ(err_, cudaSuccess) << #call << " failed: " << cudaGetErrorName(err_) << " (" \
-                                 << cudaGetErrorString(err_) << ")";                       \
-  } while (0)
 
 constexpr unsigned char kPoison = 0xA5;
 constexpr size_t kGuard = 64;  // poisoned bytes after every buffer, checked after each call

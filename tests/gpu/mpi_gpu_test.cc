@@ -57,7 +57,8 @@ void counts(const CommUnderTest& world) {
       {"MPI_DOUBLE", Op::kProd},        {"MPI_SIGNED_CHAR", Op::kSum},
       {"MPI_UNSIGNED_LONG", Op::kBxor}, {"MPI_C_DOUBLE_COMPLEX", Op::kProd},
       {"MPI_C_BOOL", Op::kLxor},        {"MPI_BYTE", Op::kBor}};
-  const size_t sizes[] = {0, 1, 7, 1001, (size_t(1) << 20) + 3};
+  // 60001: near the low-latency protocol's limit, every segment of it used.
+  const size_t sizes[] = {0, 1, 7, 1001, 60001, (size_t(1) << 20) + 3};
   for (auto [tname, op] : pairs) {
     for (size_t n : sizes) {
       for (Coll coll : kReductions) {
@@ -331,7 +332,7 @@ int run_all(bool with_large) {
     const std::vector<const CommUnderTest*> comms = {&world, &split};
     section("every allowed (type, op) pair and every type for allgather, world and split",
             [&] { every_pair(comms); });
-    section("counts 0, 1, 7, 1001, 2^20+3", [&] { counts(world); });
+    section("counts 0, 1, 7, 1001, 60001, 2^20+3", [&] { counts(world); });
     section("host and device buffers mixed", [&] { mixed_buffers(world); });
     section("passed to MPI, staged: MINLOC, user-defined op, derived datatype, two GPUs",
             [&] { pass_through(comms, user_op, int_pair, two_gpus); });

@@ -4,7 +4,9 @@
 #       provider is not available and names EFACOLL_PROVIDER;
 #   (b) EFACOLL_PROVIDER=tcp: it runs, warns that this is NOT EFA, and at EFACOLL_DEBUG=INFO
 #       names the provider (tcp;ofi_rxm);
-#   (c) EFACOLL_PROVIDER=nonexistent: it fails with a message naming that provider.
+#   (c) EFACOLL_PROVIDER=nonexistent: it fails with a message naming that provider;
+#   (d) EFACOLL_NIC: tcp's second domain (lo) is opened when named, with correct results; a
+#       domain the provider lacks fails with a message listing those it has.
 # Usage: provider_policy_test.sh BUILD_DIR [LIBEFACOLL DEMO [MPIEXEC]]
 #   BUILD_DIR alone means BUILD_DIR/lib/libefacoll.so and BUILD_DIR/bin/efacoll_demo.
 # Prints "N passed, M failed"; exits 1 if anything failed.
@@ -96,6 +98,18 @@ check $([[ $rc != 0 && $rc != 124 ]] && echo 1 || echo 0) \
 check "$(has "nonexistent")" "(c) the message does not name the provider 'nonexistent'"
 check "$(has "EFACOLL_PROVIDER=nonexistent is not available")" \
   "(c) no 'EFACOLL_PROVIDER=nonexistent is not available' message"
+
+# (d) the NIC (libfabric domain): tcp offers eth0-like interfaces and lo; name lo.
+run_demo "EFACOLL_NIC=lo" EFACOLL_PROVIDER=tcp EFACOLL_NIC=lo EFACOLL_DEBUG=INFO
+check $([[ $rc == 0 ]] && echo 1 || echo 0) "(d) EFACOLL_NIC=lo: demo exit $rc"
+check "$(has_line_with "provider tcp" "domain lo,")" "(d) the INFO line does not say domain lo"
+check "$(has_line_with "NIC: domain lo" "named by EFACOLL_NIC")" "(d) no 'NIC: domain lo' line"
+check "$(has "results correct")" "(d) EFACOLL_NIC=lo: the demo did not report correct results"
+run_demo "EFACOLL_NIC=nosuchnic" EFACOLL_PROVIDER=tcp EFACOLL_NIC=nosuchnic
+check $([[ $rc != 0 && $rc != 124 ]] && echo 1 || echo 0) \
+  "(d) EFACOLL_NIC=nosuchnic must fail (exit $rc; 124 = timed out)"
+check "$(has "EFACOLL_NIC=nosuchnic: provider tcp has no such domain (it offers: ")" \
+  "(d) the failure does not say which domains tcp offers"
 
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]

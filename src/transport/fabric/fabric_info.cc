@@ -8,7 +8,8 @@
 
 namespace efacoll {
 
-Status find_provider_with(const std::string& provider, bool hmem, bool rma, FiInfoPtr* out);
+Status find_provider_with(const std::string& provider, bool hmem, bool rma,
+                          const std::string& domain, FiInfoPtr* out);
 
 uint32_t fabric_api_version() {
   return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
@@ -19,7 +20,7 @@ std::string fabric_library_version() {
   return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
 }
 
-FiInfoPtr make_hints(const std::string& provider, bool hmem, bool rma) {
+FiInfoPtr make_hints(const std::string& provider, bool hmem, bool rma, const std::string& domain) {
   FiInfoPtr hints(fi_allocinfo());
   if (!hints) return hints;
   hints->ep_attr->type = FI_EP_RDM;
@@ -39,29 +40,61 @@ FiInfoPtr make_hints(const std::string& provider, bool hmem, bool rma) {
     // libfabric 2.x lists the efa-direct fabric first; it has no tagged messages.
     if (provider == "efa") hints->fabric_attr->name = strdup("efa");
   }
+  if (!domain.empty()) hints->domain_attr->name = strdup(domain.c_str());
   return hints;
 }
 
-Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem) {
+Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem,
+                     const std::string& domain) {
   for (bool hmem : {true, false}) {
     if (hmem && !try_hmem) continue;
     for (bool rma : {true, false}) {
-      if (find_provider_with(provider, hmem, rma, out).is_ok()) return Status::ok();
+      if (find_provider_with(provider, hmem, rma, domain, out).is_ok()) return Status::ok();
     }
   }
-  return find_provider_with(provider, false, false, out);
+  return find_provider_with(provider, false, false, domain, out);
 }
 
-Status find_provider_with(const std::string& provider, bool hmem, bool rma, FiInfoPtr* out) {
-  FiInfoPtr hints = make_hints(provider, hmem, rma);
+std::vector<std::string> offered_domains(const std::string& provider) {
+  std::vector<std::string> names;
+  FiInfoPtr hints = make_hints(provider);
+  fi_info* list = nullptr;
+  if (!hints || fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list) != 0) {
+    return names;
+  }
+  for (fi_info* i = list; i; i = i->next) {
+    std::string name = i->domain_attr->name ? i->domain_attr->name : "";
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  fi_freeinfo(list);
+  return names;
+}
+
+Status find_provider_with(const std::string& provider, bool hmem, bool rma,
+                          const std::string& domain, FiInfoPtr* out) {
+  FiInfoPtr hints = make_hints(provider, hmem, rma, domain);
   if (!hints) return Status(Code::kNoMemory, "fi_allocinfo failed");
   fi_info* list = nullptr;
   int rc = fi_getinfo(fabric_api_version(), nullptr, nullptr, 0, hints.get(), &list);
   if (rc != 0 || list == nullptr) {
-    return Status(Code::kUnsupported, "fi_getinfo(" + provider + "): " + fi_strerror(-rc));
+    return Status(Code::kUnsupported, "fi_getinfo(" + provider +
+                                          (domain.empty() ? "" : ", domain " + domain) +
+                                          "): " + fi_strerror(-rc));
   }
-  // Keep the first entry only.
-  FiInfoPtr first(fi_dupinfo(list));
+  // The first entry, or the first of the named domain (some providers, 1.17's tcp;ofi_rxm
+  // among them, do not filter by the domain hint).
+  fi_info* pick = list;
+  while (!domain.empty() && pick &&
+         !(pick->domain_attr->name && domain == pick->domain_attr->name)) {
+    pick = pick->next;
+  }
+  if (!pick) {
+    fi_freeinfo(list);
+    return Status(Code::kUnsupported, "fi_getinfo(" + provider + "): no domain " + domain);
+  }
+  FiInfoPtr first(fi_dupinfo(pick));
   fi_freeinfo(list);
   if (!first) return Status(Code::kNoMemory, "fi_dupinfo failed");
   *out = std::move(first);

@@ -22,12 +22,19 @@ std::string fabric_library_version();
 
 // Hints: RDM, tagged + msg, FI_CONTEXT|FI_CONTEXT2, every mr_mode bit EFA may ask for;
 // with hmem, FI_HMEM and FI_MR_HMEM too; with rma, RMA writes (one-sided protocol).
-FiInfoPtr make_hints(const std::string& provider, bool hmem = false, bool rma = false);
+FiInfoPtr make_hints(const std::string& provider, bool hmem = false, bool rma = false,
+                     const std::string& domain = "");
 
 // First matching info for the provider ("efa", "tcp", "shm", "udp", ...), or kUnsupported.
 // Infos with RMA are preferred (and, with try_hmem, with FI_HMEM); less is taken when that is
 // all the provider has.
-Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem = false);
+// domain: one of the provider's domains (a NIC, e.g. rdmap79s0-rdm, or tcp's lo); empty: the
+// first it lists.
+Status find_provider(const std::string& provider, FiInfoPtr* out, bool try_hmem = false,
+                     const std::string& domain = "");
+
+// The provider's domains (its NICs), in the order it lists them.
+std::vector<std::string> offered_domains(const std::string& provider);
 
 // Distinct names of every RDM tagged provider libfabric offers here.
 std::vector<std::string> offered_providers();

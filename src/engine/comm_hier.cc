@@ -1,0 +1,167 @@
+// GPU allreduce across nodes, composed of collectives on two sub-communicators: reduce-scatter
+// inside the node (CUDA IPC over NVLink), allreduce of this rank's slice across nodes (the
+// fabric, one rank per node and local index, so each GPU's slice travels over its own NIC), then
+// allgather inside the node (CUDA IPC). Each phase picks its own protocol (low-latency, direct,
+// rounds, staged fabric) as a flat call of that shape would.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "coll/ring_layout.h"
+#include "common/log.h"
+#include "efacoll/engine.h"
+#include "engine/hier_state.h"
+#include "engine/ipc_state.h"
+#include "gpu/memory_kind.h"
+
+namespace efacoll {
+namespace {
+
+// Members of a subset of a communicator meet through the whole communicator's allgather: every
+// member of the parent takes part (each for its own subset), then keeps its subset's blobs.
+class SubsetBootstrap : public Bootstrap {
+ public:
+  using Gather = std::function<Status(const void*, size_t, void*)>;
+  SubsetBootstrap(Gather gather, int parent_size, std::vector<int> members, int rank)
+      : gather_(std::move(gather)),
+        parent_size_(parent_size),
+        members_(std::move(members)),
+        rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  Status allgather(const void* in, size_t bytes, void* out) override {
+    std::vector<uint8_t> all(bytes * parent_size_);
+    EFACOLL_RETURN_IF_ERROR(gather_(in, bytes, all.data()));
+    for (size_t i = 0; i < members_.size(); ++i) {
+      std::memcpy(static_cast<uint8_t*>(out) + i * bytes, &all[members_[i] * bytes], bytes);
+    }
+    return Status::ok();
+  }
+
+ private:
+  Gather gather_;
+  int parent_size_;
+  std::vector<int> members_;
+  int rank_;
+};
+
+}  // namespace
+
+Status GrowingDeviceBuffer::ensure(GpuRuntime* rt, int dev, size_t want) {
+  if (ptr && device == dev && bytes >= want) return Status::ok();
+  if (ptr) rt->free_device(device, ptr);
+  ptr = nullptr;
+  bytes = 0;
+  gpu = rt;
+  device = dev;
+  EFACOLL_RETURN_IF_ERROR(rt->alloc_device(dev, want, &ptr));
+  bytes = want;
+  buffer_id = query_memory(ptr).buffer_id;
+  return Status::ok();
+}
+
+// Collective at its first call. Every rank learns the same answer: a node whose GPUs cannot
+// reach each other sends the whole communicator down the staged fabric path.
+bool Comm::hier_gpu_usable(int device) {
+  if (hier_) return hier_->usable && hier_->device == device;
+  hier_ = std::make_unique<HierState>();
+  HierState& h = *hier_;
+  h.device = device;
+  const int per_node = hier_per_node_, local = rank_ % per_node, node = rank_ / per_node;
+  std::vector<int> node_members, cross_members;
+  for (int i = 0; i < per_node; ++i) node_members.push_back(node * per_node + i);
+  for (int k = 0; k < size_ / per_node; ++k) cross_members.push_back(k * per_node + local);
+  auto gather = [this](const void* in, size_t bytes, void* out) {
+    return host_allgather(in, bytes, out);
+  };
+  SubsetBootstrap node_boot(gather, size_, node_members, local);
+  SubsetBootstrap cross_boot(gather, size_, cross_members, node);
+  Status st = engine_->create_comm(node_boot, &h.node);
+  Status st2 = engine_->create_comm(cross_boot, &h.cross);
+  struct Blob {
+    int32_t ok;
+    char uuid[16];
+  } mine = {};
+  mine.ok = st.is_ok() && st2.is_ok() && engine_->config_.ipc_chunk_bytes > 0 &&
+            h.node->one_node_ && h.node->ipc_usable(device);
+  std::string uuid;
+  if (engine_->gpu_->device_uuid(device, &uuid).is_ok()) {
+    std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
+  }
+  std::vector<Blob> all(size_);
+  if (!host_allgather(&mine, sizeof(mine), all.data()).is_ok()) return false;
+  h.usable = std::all_of(all.begin(), all.end(), [](const Blob& b) { return b.ok != 0; });
+  // Nodes declared on one machine share its GPUs: a low-latency kernel spinning on one GPU would
+  // hold off another node's kernel on the same GPU (processes' kernels take turns).
+  bool shared = false;
+  for (int p = 0; p < size_; ++p) {
+    for (int q = 0; q < p; ++q) shared = shared || std::memcmp(all[p].uuid, all[q].uuid, 16) == 0;
+  }
+  if (h.usable && shared && h.node->ipc_) h.node->ipc_->ll_usable = false;
+  EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU allreduce %s", id_, size_ / per_node,
+               per_node,
+               h.usable ? "inside nodes over CUDA IPC, across them over the fabric"
+                        : "staged over the fabric (a node's GPUs cannot use CUDA IPC)");
+  return h.usable;
+}
+
+Status Comm::run_hier_gpu(const CollArgs& args) {
+  HierState& h = *hier_;
+  GpuRuntime* gpu = engine_->gpu_.get();
+  const int per_node = hier_per_node_, local = rank_ % per_node;
+  const size_t esize = dtype_size(args.dtype);
+  // even_blocks puts the larger blocks first: every block fits in blocks[0].
+  const std::vector<size_t> blocks = even_blocks(args.count, per_node);
+  const size_t widest = blocks[0] * esize;
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, widest));
+
+  CollArgs rs = args;
+  rs.kind = CollKind::kReduceScatter;
+  rs.recvcounts = blocks.data();
+  rs.sendbuf = args.inplace ? args.recvbuf : args.sendbuf;
+  rs.send_buffer_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
+  rs.send_mem = args.inplace ? args.recv_mem : args.send_mem;
+  rs.inplace = false;
+  rs.recv_mem = MemKind::kDevice;
+  rs.recvbuf = h.slice.ptr;
+  rs.recv_buffer_id = h.slice.buffer_id;
+  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(rs));
+
+  if (blocks[local] > 0) {
+    CollArgs ar = args;
+    ar.recvbuf = h.slice.ptr;
+    ar.recv_buffer_id = h.slice.buffer_id;
+    ar.sendbuf = nullptr;
+    ar.inplace = true;
+    ar.count = blocks[local];
+    EFACOLL_RETURN_IF_ERROR(h.cross->run_locked(ar));
+  }
+
+  // Equal blocks gather straight into the result; uneven ones gather padded, then close up.
+  const bool even = args.count % per_node == 0;
+  CollArgs ag = args;
+  ag.kind = CollKind::kAllgather;
+  ag.sendbuf = h.slice.ptr;
+  ag.send_mem = MemKind::kDevice;
+  ag.send_buffer_id = h.slice.buffer_id;
+  ag.inplace = false;
+  ag.count = blocks[0];
+  if (!even) {
+    EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, widest * per_node));
+    ag.recvbuf = h.gathered.ptr;
+    ag.recv_buffer_id = h.gathered.buffer_id;
+  }
+  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(ag));
+  if (even) return Status::ok();
+  size_t at = 0;
+  for (int q = 0; q < per_node; ++q) {
+    auto* dst = static_cast<uint8_t*>(args.recvbuf) + at;
+    const auto* src = static_cast<const uint8_t*>(h.gathered.ptr) + q * widest;
+    if (blocks[q]) EFACOLL_RETURN_IF_ERROR(gpu->copy(dst, src, blocks[q] * esize));
+    at += blocks[q] * esize;
+  }
+  return Status::ok();
+}
+
+}  // namespace efacoll

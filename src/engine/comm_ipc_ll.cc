@@ -1,0 +1,59 @@
+// Small GPU calls inside one node: the low-latency protocol (gpu/ll_protocol.h). One kernel a
+// call, nothing through the host: the blocking call costs one launch and one wait.
+#include <vector>
+
+#include "efacoll/engine.h"
+#include "engine/ipc_state.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/ll_protocol.h"
+
+namespace efacoll {
+
+// Same answer on every rank: it depends only on the call's shape, which all ranks share.
+bool Comm::ipc_ll_fits(const CollArgs& args) const {
+  LlCall call;
+  const size_t slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
+  return slot > 0 && ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_,
+                             size_, args.inplace, slot, &call);
+}
+
+Status Comm::run_ipc_ll(const CollArgs& args) {
+  IpcState& s = *ipc_;
+  LlCall call;
+  if (!ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_, size_,
+               args.inplace, s.ll_region.slot_bytes, &call)) {
+    return Status(Code::kInternal, "low-latency protocol: call does not fit its slots");
+  }
+  call.dtype = args.dtype;
+  call.op = args.op;
+  const size_t esize = dtype_size(args.dtype);
+  call.recv = args.recvbuf;
+  call.send = args.inplace ? args.recvbuf : args.sendbuf;
+  if (args.kind == CollKind::kAllgather && args.inplace) {
+    call.send = static_cast<uint8_t*>(args.recvbuf) + rank_ * args.count * esize;
+  }
+  for (int p = 0; p < size_; ++p) call.regions[p] = s.ll(p);
+  uint64_t next = s.ll_seq + 1;
+  if (static_cast<uint32_t>(next) == 0) {
+    // Packed words carry the low 32 bits of the sequence. Before they wrap, every rank clears
+    // its region's data (between two barriers), so that no word left 2^32 calls ago can pass for
+    // a new one; then 0 (cleared memory) is skipped, by 2 so that the parity still alternates.
+    uint8_t token = 1;
+    std::vector<uint8_t> tokens(size_);
+    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    EFACOLL_RETURN_IF_ERROR(s.gpu->zero(s.ll(rank_), s.ll_region.flags_offset()));
+    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    next += 2;
+  }
+  call.seq = s.ll_seq = next;
+  call.timeout_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config_.timeout).count());
+  Status st = s.gpu->run_ll(s.device, call);
+  if (st.code() == Code::kTimeout) {
+    return Status(Code::kTimeout, std::string(coll_name(args.kind)) + " on communicator " +
+                                      std::to_string(id_) + ": " + st.message());
+  }
+  return st;
+}
+
+}  // namespace efacoll

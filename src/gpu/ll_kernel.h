@@ -1,0 +1,23 @@
+// Launches the low-latency protocol's kernel (see ll_protocol.h) on a stream.
+#pragma once
+#include <cstdint>
+
+#include "efacoll/status.h"
+#include "gpu/ll_protocol.h"
+
+namespace efacoll {
+
+enum LlPhase : int { kLlPush = 1, kLlFinish = 2 };
+
+// How the kernel reports to the host without a stream synchronisation (which costs more than the
+// small calls themselves): words in host-mapped memory, and a device counter of finished blocks.
+struct LlSignal {
+  int* error = nullptr;          // host-mapped; a block that waited past the timeout: 1 + the rank
+  uint64_t* done = nullptr;      // host-mapped; the last block of the finish phase stores call.seq
+  unsigned* arrivals = nullptr;  // device memory, 0 between calls
+};
+
+// stream: a cudaStream_t.
+Status ll_launch(const LlCall& call, int phases, const LlSignal& signal, void* stream);
+
+}  // namespace efacoll

@@ -1,0 +1,84 @@
+// The low-latency protocol for small GPU collectives inside one node (NCCL's "LL" idea): one
+// kernel per call, no host barrier. Each rank pushes its data straight into its peers' IPC
+// regions, then raises a flag there per segment (stored after a system-scope fence); each rank
+// waits on its own flags and reduces (or gathers) from local memory. Two parities of slots, by
+// call sequence, let a call start while a slow peer still reads the previous one: a peer can be
+// at most one call behind, since our previous call needed its data.
+// Everything here is plain host C++ so that the layout and the plan are tested without a GPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "efacoll/types.h"
+
+// The region's layout is computed the same way by the host and by the kernel.
+#ifdef __CUDACC__
+#define EFACOLL_HOST_DEVICE __host__ __device__
+#else
+#define EFACOLL_HOST_DEVICE
+#endif
+
+namespace efacoll {
+
+constexpr int kLlMaxRanks = 16;
+constexpr unsigned kLlMaxSegments = 128;  // one thread block per segment
+constexpr unsigned kLlThreads = 128;
+constexpr size_t kLlSegmentTarget = 2048;  // bytes a block moves per peer, before segments grow
+// Calls moving at most this much to each peer send packed words (4 data bytes + 4 flag bytes in
+// one store, NCCL's "LL" format): twice the bytes but no fence and no separate flag round trip.
+// Larger ones send plain data, then one flag per segment after a system-scope fence.
+constexpr size_t kLlPackedMaxBytes = 16384;
+
+// One rank's region, written by its peers:
+//   data[parity][sender][slot_bytes], then flags[parity][sender][segment] (uint64: sequence).
+// Packed calls put their words in the second half of a slot and unpack into its first half.
+struct LlRegion {
+  size_t slot_bytes = 0;
+  int nranks = 0;
+  EFACOLL_HOST_DEVICE size_t data_offset(int parity, int sender) const {
+    return (static_cast<size_t>(parity) * nranks + sender) * slot_bytes;
+  }
+  EFACOLL_HOST_DEVICE size_t flags_offset() const {
+    return 2 * static_cast<size_t>(nranks) * slot_bytes;
+  }
+  EFACOLL_HOST_DEVICE size_t flag_index(int parity, int sender, unsigned segment) const {
+    return (static_cast<size_t>(parity) * nranks + sender) * kLlMaxSegments + segment;
+  }
+  EFACOLL_HOST_DEVICE size_t total_bytes() const {
+    return flags_offset() + 2 * static_cast<size_t>(nranks) * kLlMaxSegments * sizeof(uint64_t);
+  }
+};
+
+struct LlCall {
+  CollKind kind = CollKind::kAllreduce;
+  DType dtype = DType::kByte;
+  ROp op = ROp::kSum;
+  int rank = 0, nranks = 0;
+  uint64_t seq = 0;  // starts at 1: zeroed flags never match
+  // allreduce: the vector; allgather: this rank's block; reduce-scatter: the whole vector.
+  const void* send = nullptr;
+  void* recv = nullptr;
+  bool inplace = false;
+  LlRegion region;
+  void* regions[kLlMaxRanks] = {};     // every rank's region as mapped here (own: local)
+  size_t bytes_to[kLlMaxRanks] = {};   // what each rank receives from every sender
+  size_t offset_to[kLlMaxRanks] = {};  // where that starts in send
+  size_t segment_bytes = 0;
+  unsigned segments = 0;  // 0: nothing moves
+  // Push and finish as two launches: in-place reduce-scatter writes its result over input that
+  // other blocks have still to push. Own data then goes through its own slot.
+  bool split = false;
+  bool packed = false;  // packed words (see kLlPackedMaxBytes)
+  uint64_t timeout_ns = 0;
+};
+
+// The slot each sender has in a rank's region, for a limit on what one rank pushes in a call
+// (to all its peers together): 0 when the protocol is off or there is nobody to push to.
+size_t ll_slot_bytes(size_t push_limit, int nranks);
+
+// Fills sizes, offsets and segments from the call (recvcounts: reduce-scatter only). False when
+// the communicator or a slot is too small for it.
+bool ll_plan(CollKind kind, size_t elem_size, size_t count, const size_t* recvcounts, int rank,
+             int nranks, bool inplace, size_t slot_bytes, LlCall* call);
+
+}  // namespace efacoll
