@@ -14,6 +14,7 @@
 #include "topo/topology.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
+#include "transport/multirail/multirail_transport.h"
 #include "transport/transport.h"
 
 namespace efacoll {
@@ -60,20 +61,20 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
   const std::string requested = p.text(Param::kProvider);
   const NicChoice nic = choose_rank_nic(p.text(Param::kNic), requested, topo);
   *nic_why = nic.why;
-  if (!nic.domain.empty() && p.text(Param::kNic) != "auto") {
-    std::vector<std::string> domains = offered_domains(requested);
-    if (std::find(domains.begin(), domains.end(), nic.domain) == domains.end()) {
-      std::string list;
-      for (const std::string& d : domains) list += (list.empty() ? "" : ", ") + d;
-      return Status(Code::kUnsupported,
-                    "EFACOLL_NIC=" + nic.domain + ": provider " + requested +
-                        " has no such domain (it offers: " + (list.empty() ? "none" : list) + ")");
-    }
+  const std::vector<std::string> domains = offered_domains(requested);
+  for (const std::string& d : nic.domains) {
+    if (std::find(domains.begin(), domains.end(), d) != domains.end()) continue;
+    std::string list;
+    for (const std::string& o : domains) list += (list.empty() ? "" : ", ") + o;
+    return Status(Code::kUnsupported,
+                  "EFACOLL_NIC=" + d + ": provider " + requested +
+                      " has no such domain (it offers: " + (list.empty() ? "none" : list) + ")");
   }
   FiInfoPtr info;
   // FI_HMEM is asked of EFA only: elsewhere (1.17's shm) it may be emulated through CUDA copies
   // by a libfabric that was built without CUDA.
-  Status found = find_provider(requested, &info, have_gpu && requested == "efa", nic.domain);
+  const std::string first_domain = nic.domains.empty() ? "" : nic.domains[0];
+  Status found = find_provider(requested, &info, have_gpu && requested == "efa", first_domain);
   const char* fi_provider = std::getenv("FI_PROVIDER");
   ProviderDecision decision = decide_provider(requested, found.is_ok(), offered_providers(),
                                               fi_provider ? fi_provider : "");
@@ -91,7 +92,18 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
     return Status(Code::kInvalid, "EFACOLL_PROTOCOL must be auto, send or rdma");
   options.rdma_threshold =
       static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
-  return open_fabric_transport(info.get(), options, out);
+  if (nic.domains.size() <= 1) return open_fabric_transport(info.get(), options, out);
+  // Several NICs: one endpoint on each, messages striped over them by tag.
+  std::vector<std::unique_ptr<Transport>> rails;
+  for (const std::string& d : nic.domains) {
+    FiInfoPtr rail_info;
+    EFACOLL_RETURN_IF_ERROR(
+        find_provider(requested, &rail_info, have_gpu && requested == "efa", d));
+    rails.emplace_back();
+    EFACOLL_RETURN_IF_ERROR(open_fabric_transport(rail_info.get(), options, &rails.back()));
+  }
+  *out = std::make_unique<MultiRailTransport>(std::move(rails));
+  return Status::ok();
 }
 
 EngineConfig engine_config(const Params& p) {

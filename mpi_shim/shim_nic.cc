@@ -27,9 +27,12 @@ NicChoice choose_rank_nic(const std::string& requested, const std::string& provi
   std::vector<int> gpus(local_size);
   PMPI_Allgather(&gpu, 1, MPI_INT, gpus.data(), 1, MPI_INT, node);
   PMPI_Comm_free(&node);
-  int sharers_before = 0;
-  for (int r = 0; r < local_rank; ++r) sharers_before += gpus[r] == gpu;
-  NicChoice c = choose_nic(requested, topo, gpu, sharers_before, offered_domains(provider));
+  int sharer = 0, sharers = 0;
+  for (int r = 0; r < local_size; ++r) {
+    sharers += gpus[r] == gpu;
+    if (r < local_rank) sharer += gpus[r] == gpu;
+  }
+  NicChoice c = choose_nic(requested, topo, gpu, sharer, sharers, offered_domains(provider));
   if (!bus_id.empty() && gpu >= 0) c.why += "; GPU from the current CUDA context";
   if (bus_id.empty() && gpu >= 0) c.why += "; GPU assumed from the local rank";
   return c;

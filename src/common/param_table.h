@@ -40,10 +40,11 @@
     "Between collectives a thread progresses the provider this often (microseconds; 0: off): "    \
     "manual-progress providers (udp, EFA on libfabric < 2.1) need it for peers still finishing.") \
   X(kNic, "EFACOLL_NIC", kText, "auto",                                                           \
-    "The libfabric domain (NIC) efacoll's endpoint opens. auto: the EFA nearest to this rank's "  \
-    "GPU (its current CUDA device, else local rank modulo the node's GPUs; ranks sharing a GPU " \
-    "take its nearest EFAs in turn), or the provider's first domain when that cannot be told. "  \
-    "A name (e.g. rdmap79s0-rdm, or tcp's lo) forces that domain.")                              \
+    "The libfabric domains (NICs) efacoll's endpoints open. auto: the EFAs nearest to this "     \
+    "rank's GPU (its current CUDA device, else local rank modulo the node's GPUs), divided "     \
+    "among the ranks on that GPU; with several, messages are striped over them by tag. Or names " \
+    "separated by commas (e.g. rdmap79s0-rdm, or tcp's eth0,lo). Without EFA: the provider's "   \
+    "first domain.")                                                                              \
   X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                 \
     "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "   \
     ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")       \

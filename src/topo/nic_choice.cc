@@ -5,11 +5,18 @@
 
 namespace efacoll {
 
-NicChoice choose_nic(const std::string& requested, const Topology& topo, int gpu,
-                     int gpu_sharers_before, const std::vector<std::string>& offered) {
+NicChoice choose_nic(const std::string& requested, const Topology& topo, int gpu, int sharer,
+                     int sharers, const std::vector<std::string>& offered) {
   NicChoice c;
   if (!requested.empty() && requested != "auto") {
-    c.domain = requested;
+    size_t begin = 0;
+    for (;;) {
+      const size_t end = requested.find(',', begin);
+      std::string name = requested.substr(begin, end == std::string::npos ? end : end - begin);
+      if (!name.empty()) c.domains.push_back(name);
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
     c.why = "named by EFACOLL_NIC";
     return c;
   }
@@ -32,11 +39,17 @@ NicChoice choose_nic(const std::string& requested, const Topology& topo, int gpu
             "'s nearest NICs: its first domain";
     return c;
   }
-  const int pick = nearest[std::max(0, gpu_sharers_before) % nearest.size()];
-  c.domain = topo.nics[pick].domain;
+  const size_t m = nearest.size(), s = static_cast<size_t>(std::max(1, sharers)),
+               i = static_cast<size_t>(std::max(0, sharer)) % s;
+  if (s <= m) {
+    for (size_t k = i * m / s; k < (i + 1) * m / s; ++k)
+      c.domains.push_back(topo.nics[nearest[k]].domain);
+  } else {
+    c.domains.push_back(topo.nics[nearest[i % m]].domain);
+  }
   c.why = "nearest to GPU " + std::to_string(gpu) + " (" +
-          path_type_name(topo.gpu_nic_distance[gpu]) + ", " + std::to_string(nearest.size()) +
-          " at that distance)";
+          path_type_name(topo.gpu_nic_distance[gpu]) + ", " + std::to_string(m) +
+          " at that distance, " + std::to_string(s) + " rank(s) on that GPU)";
   return c;
 }
 

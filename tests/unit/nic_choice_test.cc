@@ -27,37 +27,61 @@ TEST(NicChoice, P4dGpuPairsShareTheirEfa) {
   const char* expected[] = {"rdmap16s27",  "rdmap16s27",  "rdmap32s27",  "rdmap32s27",
                             "rdmap144s27", "rdmap144s27", "rdmap160s27", "rdmap160s27"};
   for (int g = 0; g < 8; ++g) {
-    NicChoice c = choose_nic("auto", t, g, 0, efa_domains(t));
-    EXPECT_EQ(c.domain, std::string(expected[g]) + "-rdm") << c.why;
+    NicChoice c = choose_nic("auto", t, g, 0, 1, efa_domains(t));
+    EXPECT_EQ(c.domains, std::vector<std::string>{std::string(expected[g]) + "-rdm"}) << c.why;
     EXPECT_NE(c.why.find("PHB"), std::string::npos) << c.why;
   }
 }
 
-TEST(NicChoice, P5RanksSharingAGpuTakeItsFourEfasInTurn) {
+bool nearest_to(const Topology& t, int gpu, const std::string& domain) {
+  for (int n : t.gpu_nics[gpu]) {
+    if (t.nics[n].domain == domain) return true;
+  }
+  return false;
+}
+
+TEST(NicChoice, P5RankAloneOnItsGpuStripesOverItsFourEfas) {
   Topology t = fixture("p5.48xlarge", testing::build_p5);
   for (int g = 0; g < 8; ++g) {
+    NicChoice c = choose_nic("auto", t, g, 0, 1, efa_domains(t));
+    ASSERT_EQ(c.domains.size(), 4u) << c.why;
+    for (const std::string& d : c.domains) EXPECT_TRUE(nearest_to(t, g, d)) << d;
+  }
+}
+
+TEST(NicChoice, P5RanksSharingAGpuDivideItsEfas) {
+  Topology t = fixture("p5.48xlarge", testing::build_p5);
+  for (int sharers : {2, 4, 5}) {
     std::vector<std::string> seen;
-    for (int sharer = 0; sharer < 4; ++sharer) {
-      NicChoice c = choose_nic("auto", t, g, sharer, efa_domains(t));
-      bool nearest = false;
-      for (int n : t.gpu_nics[g]) nearest = nearest || t.nics[n].domain == c.domain;
-      EXPECT_TRUE(nearest) << "GPU" << g << " got " << c.domain;
-      EXPECT_EQ(std::count(seen.begin(), seen.end(), c.domain), 0) << c.domain << " twice";
-      seen.push_back(c.domain);
+    for (int sharer = 0; sharer < sharers; ++sharer) {
+      NicChoice c = choose_nic("auto", t, 3, sharer, sharers, efa_domains(t));
+      ASSERT_EQ(c.domains.size(), sharers <= 4 ? 4u / sharers : 1u) << c.why;
+      for (const std::string& d : c.domains) {
+        EXPECT_TRUE(nearest_to(t, 3, d)) << d;
+        if (sharer < 4) {
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), d), 0) << d << " twice";
+        }
+        seen.push_back(d);
+      }
     }
-    EXPECT_EQ(choose_nic("auto", t, g, 4, efa_domains(t)).domain, seen[0])
-        << "the fifth sharer wraps around";
+    if (sharers == 5) {
+      EXPECT_EQ(seen[4], seen[0]) << "the fifth sharer wraps around";
+    }
   }
 }
 
 TEST(NicChoice, FallsBackToTheProvidersDomainWhenItCannotTell) {
   Topology p5 = fixture("p5.48xlarge", testing::build_p5);
-  EXPECT_EQ(choose_nic("auto", p5, -1, 0, efa_domains(p5)).domain, "");
-  EXPECT_NE(choose_nic("auto", p5, -1, 0, efa_domains(p5)).why.find("unknown"), std::string::npos);
+  EXPECT_TRUE(choose_nic("auto", p5, -1, 0, 1, efa_domains(p5)).domains.empty());
+  EXPECT_NE(choose_nic("auto", p5, -1, 0, 1, efa_domains(p5)).why.find("unknown"),
+            std::string::npos);
   Topology box = fixture("pcie-box", testing::build_pcie_box);
   const std::vector<std::string> tcp = {"eth0", "lo"};
-  EXPECT_EQ(choose_nic("auto", box, 0, 0, tcp).domain, "") << "its InfiniBand card is not tcp's";
-  EXPECT_EQ(choose_nic("lo", box, 0, 0, tcp).domain, "lo") << "EFACOLL_NIC names it";
+  EXPECT_TRUE(choose_nic("auto", box, 0, 0, 1, tcp).domains.empty())
+      << "its InfiniBand card is not tcp's";
+  EXPECT_EQ(choose_nic("lo", box, 0, 0, 1, tcp).domains, std::vector<std::string>{"lo"});
+  EXPECT_EQ(choose_nic("eth0,lo", box, 0, 0, 1, tcp).domains,
+            (std::vector<std::string>{"eth0", "lo"}));
 }
 
 TEST(NicChoice, GpuByBusIdAcceptsCudaAndSysfsSpellings) {

@@ -62,6 +62,7 @@ struct Request {
   fi_context2 context;  // first member: a CQ entry's op_context points here
   ReqKind kind = ReqKind::kSend;
   Completion* completion = nullptr;
+  const void* owner = nullptr;  // the transport that posted it (several rails may share a caller)
   size_t bytes = 0;
   // One-sided protocol.
   const void* buf = nullptr;

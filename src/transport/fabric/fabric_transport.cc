@@ -154,6 +154,7 @@ Request* FabricTransport::get_request(Completion* c, size_t bytes, ReqKind kind)
   free_.pop_back();
   r->kind = kind;
   r->completion = c;
+  r->owner = this;
   r->bytes = bytes;
   c->transport_request = r;
   return r;
@@ -294,7 +295,7 @@ Status FabricTransport::progress(int* completed) {
 
 void FabricTransport::cancel(Completion* completion) {
   auto* r = static_cast<Request*>(completion->transport_request);
-  if (r == nullptr || r->kind == ReqKind::kInjected) return;
+  if (r == nullptr || r->owner != this || r->kind == ReqKind::kInjected) return;
   if (r->kind == ReqKind::kAwaitWrite) {
     if (cancel_awaited_write(r)) defer(r, Status(Code::kFabric, "canceled"));
     return;

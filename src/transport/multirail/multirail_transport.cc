@@ -1,0 +1,148 @@
+#include "transport/multirail/multirail_transport.h"
+
+#include <algorithm>
+
+namespace efacoll {
+
+MultiRailTransport::MultiRailTransport(std::vector<std::unique_ptr<Transport>> rails)
+    : rails_(std::move(rails)), posted_(rails_.size(), 0) {
+  info_ = rails_[0]->info();
+  for (size_t r = 1; r < rails_.size(); ++r) {
+    const TransportInfo& ri = rails_[r]->info();
+    info_.domain += "+" + ri.domain;
+    info_.inject_size = std::min(info_.inject_size, ri.inject_size);
+    info_.max_msg_size = std::min(info_.max_msg_size, ri.max_msg_size);
+    info_.hmem = info_.hmem && ri.hmem;
+    info_.needs_local_mr = info_.needs_local_mr || ri.needs_local_mr;
+    info_.rdma = info_.rdma && ri.rdma;
+    info_.rdma_threshold = std::max(info_.rdma_threshold, ri.rdma_threshold);
+  }
+}
+
+std::vector<uint8_t> MultiRailTransport::local_address() const {
+  std::vector<uint8_t> out(1, static_cast<uint8_t>(rails_.size()));
+  for (const auto& rail : rails_) {
+    std::vector<uint8_t> a = rail->local_address();
+    out.push_back(static_cast<uint8_t>(a.size() & 0xff));
+    out.push_back(static_cast<uint8_t>(a.size() >> 8));
+    out.insert(out.end(), a.begin(), a.end());
+  }
+  return out;
+}
+
+Status MultiRailTransport::insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
+                                        std::vector<PeerAddr>* out) {
+  // Split every blob into its rails' addresses; rail r learns the peers that have an r-th rail.
+  std::vector<std::vector<std::vector<uint8_t>>> split(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const std::vector<uint8_t>& blob = addresses[i];
+    if (blob.empty() || blob[0] == 0) return Status(Code::kInvalid, "multi-rail address empty");
+    size_t at = 1;
+    for (int r = 0; r < blob[0]; ++r) {
+      if (at + 2 > blob.size()) return Status(Code::kInvalid, "multi-rail address truncated");
+      const size_t len = blob[at] | (static_cast<size_t>(blob[at + 1]) << 8);
+      at += 2;
+      if (at + len > blob.size()) return Status(Code::kInvalid, "multi-rail address truncated");
+      split[i].emplace_back(blob.begin() + at, blob.begin() + at + len);
+      at += len;
+    }
+  }
+  std::vector<std::vector<PeerAddr>> rail_addrs(rails_.size());
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    std::vector<std::vector<uint8_t>> mine;
+    for (const auto& parts : split) {
+      if (r < parts.size()) mine.push_back(parts[r]);
+    }
+    if (!mine.empty()) EFACOLL_RETURN_IF_ERROR(rails_[r]->insert_peers(mine, &rail_addrs[r]));
+  }
+  std::vector<size_t> next(rails_.size(), 0);
+  out->clear();
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    Peer peer;
+    const size_t common = std::min(split[i].size(), rails_.size());
+    for (size_t r = 0; r < rails_.size(); ++r) {
+      if (r >= split[i].size()) continue;
+      const PeerAddr a = rail_addrs[r][next[r]++];
+      if (r < common) peer.rail_addr.push_back(a);
+    }
+    auto known = known_.find(addresses[i]);
+    if (known != known_.end()) {
+      out->push_back(known->second);
+      continue;
+    }
+    const PeerAddr id = peers_.size();
+    peers_.push_back(std::move(peer));
+    known_[addresses[i]] = id;
+    out->push_back(id);
+  }
+  return Status::ok();
+}
+
+Status MultiRailTransport::register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                                           MemRegion* out) {
+  auto regions = std::make_unique<std::vector<MemRegion>>(rails_.size());
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    Status st = rails_[r]->register_memory(ptr, bytes, kind, device, &(*regions)[r]);
+    if (!st.is_ok()) {
+      for (size_t k = 0; k < r; ++k) rails_[k]->deregister_memory(&(*regions)[k]);
+      return st;
+    }
+  }
+  out->base = reinterpret_cast<uintptr_t>(ptr);
+  out->bytes = bytes;
+  out->desc = (*regions)[0].desc;
+  out->handle = regions.release();
+  return Status::ok();
+}
+
+void MultiRailTransport::deregister_memory(MemRegion* region) {
+  auto* regions = static_cast<std::vector<MemRegion>*>(region->handle);
+  if (regions == nullptr) return;
+  for (size_t r = 0; r < rails_.size(); ++r) rails_[r]->deregister_memory(&(*regions)[r]);
+  delete regions;
+  region->handle = nullptr;
+  region->desc = nullptr;
+}
+
+const MemRegion* MultiRailTransport::on_rail(const MemRegion* region, size_t rail) const {
+  if (region == nullptr || region->handle == nullptr) return nullptr;
+  return &(*static_cast<const std::vector<MemRegion>*>(region->handle))[rail];
+}
+
+Status MultiRailTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                                const MemRegion* region, Completion* completion) {
+  const Peer& p = peers_.at(peer);
+  const size_t rail = rail_of(p, tag);
+  EFACOLL_RETURN_IF_ERROR(
+      rails_[rail]->send(p.rail_addr[rail], buf, bytes, tag, on_rail(region, rail), completion));
+  ++posted_[rail];
+  return Status::ok();
+}
+
+Status MultiRailTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag,
+                                const MemRegion* region, Completion* completion) {
+  const Peer& p = peers_.at(peer);
+  const size_t rail = rail_of(p, tag);
+  EFACOLL_RETURN_IF_ERROR(
+      rails_[rail]->recv(p.rail_addr[rail], buf, bytes, tag, on_rail(region, rail), completion));
+  ++posted_[rail];
+  return Status::ok();
+}
+
+Status MultiRailTransport::progress(int* completed) {
+  *completed = 0;
+  Status first;
+  for (auto& rail : rails_) {
+    int n = 0;
+    Status st = rail->progress(&n);
+    *completed += n;
+    if (first.is_ok() && !st.is_ok()) first = st;
+  }
+  return first;
+}
+
+void MultiRailTransport::cancel(Completion* completion) {
+  for (auto& rail : rails_) rail->cancel(completion);
+}
+
+}  // namespace efacoll
