@@ -155,7 +155,11 @@ class Comm {
   Status run_ipc_ll(const CollArgs& args);
   // comm_hier.cc
   bool hier_gpu_usable(int device);
+  bool hier_gpu_fits(const CollArgs& args) const;
   Status run_hier_gpu(const CollArgs& args);
+  Status run_hier_gpu_allreduce(const CollArgs& args);
+  Status run_hier_gpu_allgather(const CollArgs& args);
+  Status run_hier_gpu_reduce_scatter(const CollArgs& args);
 
   Engine* engine_;
   int rank_, size_;

@@ -198,7 +198,7 @@ Status Comm::run_locked(const CollArgs& args) {
     st = run_ipc_ll(a);
   } else if (ipc && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
-  } else if (a.kind == CollKind::kAllreduce && hier_per_node_ > 0 && engine_->config_.hier_ipc &&
+  } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
              hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);
   } else {

@@ -1,8 +1,11 @@
-// GPU allreduce across nodes, composed of collectives on two sub-communicators: reduce-scatter
-// inside the node (CUDA IPC over NVLink), allreduce of this rank's slice across nodes (the
-// fabric, one rank per node and local index, so each GPU's slice travels over its own NIC), then
-// allgather inside the node (CUDA IPC). Each phase picks its own protocol (low-latency, direct,
+// GPU collectives across nodes, composed of collectives on two sub-communicators: the ranks of
+// this node (CUDA IPC over NVLink) and the ranks of the same local index on every node (the
+// fabric, each GPU over its own NICs). Each phase picks its own protocol (low-latency, direct,
 // rounds, staged fabric) as a flat call of that shape would.
+//   allreduce:      reduce-scatter in the node -> allreduce of the slice across -> allgather in
+//   allgather:      allgather across -> allgather in the node -> blocks into rank order
+//   reduce-scatter: blocks into node-major order -> reduce-scatter in the node -> across
+// Ranks are numbered node by node (rank = node * L + local), as equal_contiguous_nodes found.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -99,14 +102,111 @@ bool Comm::hier_gpu_usable(int device) {
     for (int q = 0; q < p; ++q) shared = shared || std::memcmp(all[p].uuid, all[q].uuid, 16) == 0;
   }
   if (h.usable && shared && h.node->ipc_) h.node->ipc_->ll_usable = false;
-  EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU allreduce %s", id_, size_ / per_node,
+  EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU collectives %s", id_, size_ / per_node,
                per_node,
                h.usable ? "inside nodes over CUDA IPC, across them over the fabric"
                         : "staged over the fabric (a node's GPUs cannot use CUDA IPC)");
   return h.usable;
 }
 
+// Reduce-scatter goes hierarchical only with equal blocks (MPI_Reduce_scatter_block's shape);
+// the same answer on every rank, since all pass the same counts.
+bool Comm::hier_gpu_fits(const CollArgs& args) const {
+  if (args.kind != CollKind::kReduceScatter) return true;
+  for (int r = 1; r < size_; ++r) {
+    if (args.recvcounts[r] != args.recvcounts[0]) return false;
+  }
+  return true;
+}
+
 Status Comm::run_hier_gpu(const CollArgs& args) {
+  switch (args.kind) {
+    case CollKind::kAllgather:
+      return run_hier_gpu_allgather(args);
+    case CollKind::kReduceScatter:
+      return run_hier_gpu_reduce_scatter(args);
+    default:
+      return run_hier_gpu_allreduce(args);
+  }
+}
+
+Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
+  HierState& h = *hier_;
+  GpuRuntime* gpu = engine_->gpu_.get();
+  const int per_node = hier_per_node_, nodes = size_ / per_node;
+  const size_t block = args.count * dtype_size(args.dtype);
+  auto* recv = static_cast<uint8_t*>(args.recvbuf);
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes));
+  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_));
+
+  CollArgs across = args;  // my block from every node: [node]
+  across.sendbuf = args.inplace ? recv + rank_ * block : args.sendbuf;
+  across.send_buffer_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
+  across.send_mem = args.inplace ? args.recv_mem : args.send_mem;
+  across.inplace = false;
+  across.recvbuf = h.slice.ptr;
+  across.recv_buffer_id = h.slice.buffer_id;
+  across.recv_mem = MemKind::kDevice;
+  EFACOLL_RETURN_IF_ERROR(h.cross->run_locked(across));
+
+  CollArgs inside = across;  // every local rank's bundle: [local][node]
+  inside.count = args.count * nodes;
+  inside.sendbuf = h.slice.ptr;
+  inside.send_buffer_id = h.slice.buffer_id;
+  inside.send_mem = MemKind::kDevice;
+  inside.recvbuf = h.gathered.ptr;
+  inside.recv_buffer_id = h.gathered.buffer_id;
+  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(inside));
+
+  // [local][node] -> rank order [node][local].
+  const auto* gathered = static_cast<const uint8_t*>(h.gathered.ptr);
+  for (int l = 0; l < per_node; ++l) {
+    EFACOLL_RETURN_IF_ERROR(gpu->copy_2d(recv + l * block, per_node * block,
+                                         gathered + l * nodes * block, block, block, nodes));
+  }
+  return Status::ok();
+}
+
+Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
+  HierState& h = *hier_;
+  GpuRuntime* gpu = engine_->gpu_.get();
+  const int per_node = hier_per_node_, nodes = size_ / per_node;
+  const size_t count = args.recvcounts[0], block = count * dtype_size(args.dtype);
+  const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
+  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_));
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes));
+
+  // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
+  auto* gathered = static_cast<uint8_t*>(h.gathered.ptr);
+  for (int l = 0; l < per_node; ++l) {
+    EFACOLL_RETURN_IF_ERROR(gpu->copy_2d(gathered + l * nodes * block, block, input + l * block,
+                                         per_node * block, block, nodes));
+  }
+  const std::vector<size_t> inside_counts(per_node, count * nodes);
+  CollArgs inside = args;
+  inside.recvcounts = inside_counts.data();
+  inside.sendbuf = h.gathered.ptr;
+  inside.send_buffer_id = h.gathered.buffer_id;
+  inside.send_mem = MemKind::kDevice;
+  inside.inplace = false;
+  inside.recvbuf = h.slice.ptr;
+  inside.recv_buffer_id = h.slice.buffer_id;
+  inside.recv_mem = MemKind::kDevice;
+  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(inside));
+
+  // The input is no longer read: in place, the result may now land at the start of recvbuf.
+  const std::vector<size_t> across_counts(nodes, count);
+  CollArgs across = inside;
+  across.recvcounts = across_counts.data();
+  across.sendbuf = h.slice.ptr;
+  across.send_buffer_id = h.slice.buffer_id;
+  across.recvbuf = args.recvbuf;
+  across.recv_buffer_id = args.recv_buffer_id;
+  across.recv_mem = args.recv_mem;
+  return h.cross->run_locked(across);
+}
+
+Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   HierState& h = *hier_;
   GpuRuntime* gpu = engine_->gpu_.get();
   const int per_node = hier_per_node_, local = rank_ % per_node;

@@ -170,6 +170,15 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
+  Status copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                 size_t height) override {
+    if (width == 0 || height == 0) return Status::ok();
+    EFACOLL_CUDA(
+        cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault, nullptr));
+    EFACOLL_CUDA(cudaStreamSynchronize(nullptr));
+    return Status::ok();
+  }
+
   Status reduce(void* dst, const void* a, const void* b, size_t count, DType type,
                 ROp op) override {
     EFACOLL_RETURN_IF_ERROR(gpu_reduce(dst, a, b, count, type, op, nullptr));

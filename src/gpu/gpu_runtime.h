@@ -22,6 +22,10 @@ class GpuRuntime {
   virtual void free_pinned(void* ptr) = 0;
   // Copy between any two memories (unified addressing), complete when it returns.
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // Synchronous strided copy: `height` rows of `width` bytes, rows `spitch` apart in src and
+  // `dpitch` apart in dst (blocks reordered between rank order and node-major order).
+  virtual Status copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height) = 0;
   // Synchronous dst = a op b on device memory (any of them may be a peer's mapping).
   virtual Status reduce(void* dst, const void* a, const void* b, size_t count, DType type,
                         ROp op) = 0;
