@@ -16,6 +16,7 @@
 #include "transport/fabric/fabric_transport.h"
 #include "transport/multirail/multirail_transport.h"
 #include "transport/transport.h"
+#include "tune/algo.h"
 
 namespace efacoll {
 namespace shim {
@@ -106,8 +107,10 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
   return Status::ok();
 }
 
-EngineConfig engine_config(const Params& p) {
-  EngineConfig config;
+// kInvalid when EFACOLL_ALGO cannot be read: MPI_Init reports it rather than guess.
+Status engine_config(const Params& p, EngineConfig* out) {
+  EngineConfig& config = *out;
+  EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(p.text(Param::kAlgo), &config.algo));
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
   config.rd_max_bytes = static_cast<size_t>(p.integer(Param::kRdMaxBytes));
   config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
@@ -124,7 +127,7 @@ EngineConfig engine_config(const Params& p) {
   config.ipc_ll_max_bytes = static_cast<size_t>(p.integer(Param::kIpcLlMax));
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
-  return config;
+  return Status::ok();
 }
 
 void log_what_is_used(const Params& p, const std::string& gpu_note) {
@@ -169,7 +172,9 @@ int open_engine() {
   const Topology topo = detect_topology("/sys");
   std::unique_ptr<Transport> transport;
   std::string nic_why;
-  Status st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
+  EngineConfig config;
+  Status st = engine_config(p, &config);
+  if (st.is_ok()) st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
   if (st.is_ok()) {
     const TransportInfo& ti = transport->info();
     GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr,
@@ -185,7 +190,6 @@ int open_engine() {
     PMPI_Barrier(MPI_COMM_WORLD);
     return raise_error(MPI_COMM_WORLD, st, false);
   }
-  EngineConfig config = engine_config(p);
   if (p.integer(Param::kNodeSize) > 0) {
     config.node_name =
         "declared node " + std::to_string(s.world_rank / p.integer(Param::kNodeSize));

@@ -16,6 +16,8 @@
 #              and EFACOLL_IPC_CHUNK_SIZE=0 (staged fabric pipelines, small messages included)
 #   chunk-shm  the same on shm
 #   rdma-shm   one-sided protocol (clear-to-send + fi_writedata into the stage slots), --large
+#   algos-tcp  the tree allreduce and the recursive allgather / reduce-scatter, forced, on the
+#              staged fabric at every size
 #   ll-wrap    the low-latency protocol crossing the wrap of its 32-bit packed flags
 #   ipc-rounds CUDA IPC in 64 KiB rounds, small messages included, --large
 #   np4-tcp    4 ranks sharing the GPUs (--oversubscribe), tcp
@@ -234,6 +236,7 @@ mpi_step mpi-shm "$NP" shm -- --large
 mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step rdma-shm "$NP" shm EFACOLL_PROTOCOL=rdma EFACOLL_RDMA_THRESHOLD=16384 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 -- --large
+mpi_step algos-tcp "$NP" tcp EFACOLL_ALGO=allreduce:tree,allgather:rd,reduce_scatter:rh EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_CHUNK_SIZE=65536 --
 mpi_step ll-wrap "$NP" shm EFACOLL_IPC_LL_SEQ_START=4294967290 --
 mpi_step ipc-rounds "$NP" shm EFACOLL_IPC_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 -- --large
 mpi_step np4-tcp 4 tcp --
@@ -264,7 +267,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp cupy)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp cupy)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "efacoll/algo.h"
 #include "efacoll/bootstrap.h"
 #include "efacoll/status.h"
 #include "efacoll/types.h"
@@ -48,8 +49,11 @@ struct CollArgs {
 
 struct EngineConfig {
   size_t chunk_bytes = 1 << 19;
-  // Allreduce of at most this many bytes uses recursive doubling instead of the ring.
+  // Calls of at most this many bytes use the recursive algorithms (log2 P steps) instead of the
+  // ring.
   size_t rd_max_bytes = 65536;
+  // Algorithms forced per collective (EFACOLL_ALGO); kAuto: chosen per call.
+  AlgoOverrides algo;
   std::chrono::milliseconds timeout{300000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;

@@ -2,6 +2,7 @@
 // of the ring's 2(P-1) steps. For P not a power of two, the ranks past the largest power of two
 // p first fold their vector into rank r - p, and get the result back at the end.
 #include "coll/builders.h"
+#include "coll/fold.h"
 
 namespace efacoll {
 
@@ -13,12 +14,8 @@ Status build_rd_allreduce(const RingArgs& args, Schedule* out) {
   size_t count = 0;
   for (size_t c : args.block_counts) count += c;
   const size_t bytes = count * args.elem_size;
-  int p = 1, steps = 0;
-  while (p * 2 <= n) {
-    p *= 2;
-    ++steps;
-  }
-  const int extra = n - p;
+  const Fold fold = fold_of(n);
+  const int p = fold.p, steps = fold.steps, extra = fold.extra;
   // One scratch slot per exchange: no slot is ever reused, so no reuse ordering is needed.
   s.scratch_bytes = bytes * (steps + 1);
   if (bytes == 0) return Status::ok();

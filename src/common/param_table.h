@@ -78,8 +78,12 @@
     "Across nodes, GPU allreduce reduce-scatters and allgathers inside each node over CUDA IPC " \
     "and crosses nodes on each rank's slice only. 0: every phase goes through the fabric.")      \
   X(kRdMaxBytes, "EFACOLL_RD_MAX_BYTES", kBytes, "65536",                                         \
-    "Allreduce of at most this many bytes uses recursive doubling (log2 P exchanges) instead "  \
-    "of the ring (2(P-1) steps).")                                                                \
+    "Calls of at most this many bytes use the recursive algorithms (log2 P steps: doubling for "  \
+    "allreduce and allgather, halving for reduce-scatter) instead of the ring (P-1 steps).")     \
+  X(kAlgo, "EFACOLL_ALGO", kText, "auto",                                                          \
+    "Force an algorithm: ring, tree (allreduce), rd / rh (recursive doubling / halving), hier "   \
+    "(allreduce across nodes), for every collective it exists for, or per collective: "           \
+    "allreduce:tree,allgather:rd,reduce_scatter:ring. auto: chosen per call.")                   \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -14,6 +14,7 @@
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
+#include "tune/algo.h"
 
 namespace efacoll {
 namespace {
@@ -61,19 +62,23 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-// Allreduce across several nodes goes hierarchical (hier_per_node > 0); a small one inside a
-// node goes by recursive doubling.
-Status build(CollKind kind, RingArgs& ring, int hier_per_node, size_t rd_max_bytes,
+// The algorithm for the call (forced by EFACOLL_ALGO, or chosen), built into a schedule.
+Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
              Schedule* schedule) {
-  size_t bytes = 0;
-  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
-  if (kind == CollKind::kAllreduce && hier_per_node == 0 && bytes <= rd_max_bytes) {
-    return build_rd_allreduce(ring, schedule);
+  AlgoInputs in;
+  in.kind = kind;
+  for (size_t c : ring.block_counts) in.bytes += c * ring.elem_size;
+  in.nranks = ring.nranks;
+  in.ranks_per_node = hier_per_node;
+  in.small_bytes = config.rd_max_bytes;
+  const Algo algo = choose_algo(in, config.algo);
+  if (algo == Algo::kRecursive && kind == CollKind::kAllreduce) {
+    return build_rd_allreduce(ring, schedule);  // whole-vector messages: no chunk count limit
   }
   // More chunks than a tag can number: grow the chunk until they fit.
   for (;;) {
     Status st;
-    if (kind == CollKind::kAllreduce && hier_per_node > 0) {
+    if (algo == Algo::kHier) {
       HierArgs h;
       h.rank = ring.rank;
       h.nranks = ring.nranks;
@@ -83,6 +88,11 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, size_t rd_max_byt
       h.inplace = ring.inplace;
       h.chunk_bytes = ring.chunk_bytes;
       st = build_hier_allreduce(h, schedule);
+    } else if (algo == Algo::kTree) {
+      st = build_tree_allreduce(ring, schedule);
+    } else if (algo == Algo::kRecursive) {
+      st = kind == CollKind::kAllgather ? build_rd_allgather(ring, schedule)
+                                        : build_rh_reduce_scatter(ring, schedule);
     } else {
       st = kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, schedule)
            : kind == CollKind::kAllgather ? build_ring_allgather(ring, schedule)
@@ -162,7 +172,7 @@ Status Comm::run_locked(const CollArgs& args) {
   Schedule schedule;
   if (!gpu) {
     EFACOLL_RETURN_IF_ERROR(
-        build(args.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
+        build(args.kind, plan.ring, hier_per_node_, engine_->config_, &schedule));
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
@@ -202,8 +212,7 @@ Status Comm::run_locked(const CollArgs& args) {
              hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);
   } else {
-    EFACOLL_RETURN_IF_ERROR(
-        build(a.kind, plan.ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
+    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, engine_->config_, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
@@ -236,8 +245,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(
-      build(args.kind, ring, hier_per_node_, engine_->config_.rd_max_bytes, &schedule));
+  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }

@@ -1,12 +1,13 @@
-// Every ring algorithm x ranks {1,2,3,4,5,8} x counts {0, 1, ranks-1, odd, multi-chunk} x every
-// allowed (type, op) x in-place, ranks as threads over the loopback transport, results
-// compared with the independent reference.
+// Every algorithm (forced as EFACOLL_ALGO forces it) x ranks {1..8, 16} x counts {0, 1,
+// ranks-1, odd, multi-chunk} x every allowed (type, op) x in-place, ranks as threads over the
+// loopback transport, results compared with the independent reference.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "reference.h"
 #include "thread_ranks.h"
+#include "tune/algo.h"
 
 namespace efacoll {
 namespace testing {
@@ -22,7 +23,7 @@ std::vector<size_t> counts_for(int n) {
 RankSetup loopback_setup() {
   RankSetup s;
   s.config.chunk_bytes = kChunkBytes;
-  s.config.rd_max_bytes = 0;  // the ring, at every size (recursive doubling has its own test)
+  s.config.rd_max_bytes = 0;  // unless forced: the ring at every size
   return s;
 }
 
@@ -121,21 +122,40 @@ void expect_no_failures(const std::vector<std::string>& failures) {
   EXPECT_TRUE(failures.empty()) << failures.size() << " failures";
 }
 
-class RingRanks : public ::testing::TestWithParam<int> {};
+// (ranks, algorithm forced with EFACOLL_ALGO's grammar)
+using AlgoRanks = std::tuple<int, std::string>;
 
-TEST_P(RingRanks, AllreduceEveryTypeOpCountInPlace) {
-  const int n = GetParam();
-  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+RankSetup forced(const std::string& algo) {
+  RankSetup s = loopback_setup();
+  Status st = parse_algo_overrides(algo, &s.config.algo);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return s;
+}
+
+std::string param_name(const ::testing::TestParamInfo<AlgoRanks>& info) {
+  return std::get<1>(info.param) + "_n" + std::to_string(std::get<0>(info.param));
+}
+
+const auto kRanks = ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 16);
+
+class AllreduceAlgos : public ::testing::TestWithParam<AlgoRanks> {};
+TEST_P(AllreduceAlgos, EveryTypeOpCountInPlace) {
+  const auto [n, algo] = GetParam();
+  expect_no_failures(run_ranks(n, forced("allreduce:" + algo), [&](RankContext& c) {
     for (auto pair : allowed_pairs())
       for (size_t count : counts_for(n))
         for (bool inplace : {false, true})
           allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
   }));
 }
+INSTANTIATE_TEST_SUITE_P(Algos, AllreduceAlgos,
+                         ::testing::Combine(kRanks, ::testing::Values("ring", "tree", "rd")),
+                         param_name);
 
-TEST_P(RingRanks, ReduceScatterEveryTypeOpCountInPlace) {
-  const int n = GetParam();
-  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+class ReduceScatterAlgos : public ::testing::TestWithParam<AlgoRanks> {};
+TEST_P(ReduceScatterAlgos, EveryTypeOpCountInPlace) {
+  const auto [n, algo] = GetParam();
+  expect_no_failures(run_ranks(n, forced("reduce_scatter:" + algo), [&](RankContext& c) {
     for (auto pair : allowed_pairs())
       for (size_t count : counts_for(n))
         for (bool inplace : {false, true})
@@ -144,39 +164,25 @@ TEST_P(RingRanks, ReduceScatterEveryTypeOpCountInPlace) {
                                 c.failures);
   }));
 }
+INSTANTIATE_TEST_SUITE_P(Algos, ReduceScatterAlgos,
+                         ::testing::Combine(kRanks, ::testing::Values("ring", "rh")), param_name);
 
-TEST_P(RingRanks, AllgatherEveryCountInPlace) {
-  const int n = GetParam();
-  expect_no_failures(run_ranks(n, loopback_setup(), [&](RankContext& c) {
+class AllgatherAlgos : public ::testing::TestWithParam<AlgoRanks> {};
+TEST_P(AllgatherAlgos, EveryCountInPlace) {
+  const auto [n, algo] = GetParam();
+  expect_no_failures(run_ranks(n, forced("allgather:" + algo), [&](RankContext& c) {
     for (size_t count : {size_t(0), size_t(1), size_t(n - 1), size_t(37), size_t(1000)})
       for (bool inplace : {false, true})
         allgather_case(c.rank, n, c.comm, count, inplace, c.failures);
   }));
 }
-
-INSTANTIATE_TEST_SUITE_P(Ranks, RingRanks, ::testing::Values(1, 2, 3, 4, 5, 8),
-                         [](const auto& info) { return "n" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Algos, AllgatherAlgos,
+                         ::testing::Combine(kRanks, ::testing::Values("ring", "rd")), param_name);
 
 TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
   for (auto [n, per_node] : {std::make_pair(4, 2), std::make_pair(6, 3), std::make_pair(8, 2)}) {
     RankSetup setup = loopback_setup();
     setup.node_size = per_node;
-    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
-      for (auto pair : allowed_pairs()) {
-        for (size_t count : counts_for(n)) {
-          for (bool inplace : {false, true}) {
-            allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
-          }
-        }
-      }
-    }));
-  }
-}
-
-TEST(RecursiveDoubling, EveryTypeOpCountInPlace) {
-  for (int n : {1, 2, 3, 4, 5, 6, 7, 8}) {
-    RankSetup setup = loopback_setup();
-    setup.config.rd_max_bytes = SIZE_MAX;
     expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
       for (auto pair : allowed_pairs()) {
         for (size_t count : counts_for(n)) {

@@ -1,0 +1,100 @@
+// Double-binary-tree allreduce: the vector's two halves go up two different trees (reduced on
+// the way to each root) and come back down, chunk by chunk, so that the way up of one chunk
+// overlaps the way down of the previous ones. Latency grows with the trees' depth (log2 P)
+// instead of the ring's P; each rank moves about the same bytes as in the ring.
+#include "coll/builders.h"
+#include "coll/tree_shape.h"
+
+namespace efacoll {
+
+Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
+  Schedule& s = *out;
+  s = Schedule();
+  s.algorithm = "double binary tree";
+  const int n = args.nranks, r = args.rank;
+  size_t count = 0;
+  for (size_t c : args.block_counts) count += c;
+  const size_t esize = args.elem_size, total = count * esize;
+  const size_t chunk = std::max<size_t>(1, args.chunk_bytes / esize) * esize;
+  s.scratch_bytes = 2 * total;  // one slot per child
+  if (total == 0) return Status::ok();
+  if (n == 1) {
+    if (!args.inplace) {
+      Op copy(OpKind::kCopy);
+      copy.bytes = total;
+      copy.dst = {BufId::kRecv, 0};
+      copy.src = {BufId::kSend, 0};
+      s.add(copy);
+    }
+    return Status::ok();
+  }
+  const std::vector<size_t> halves = even_blocks(count, 2);
+  size_t max_chunks = 0;
+  for (size_t h : halves) max_chunks = std::max(max_chunks, (h * esize + chunk - 1) / chunk);
+  if (4 * max_chunks > kMaxMsgId) return Status(Code::kInvalid, "too many chunks for a tag");
+
+  size_t half_at = 0;
+  for (int t = 0; t < 2; ++t) {
+    const TreeNode node = tree_node(n, t, r);
+    const size_t half_bytes = halves[t] * esize;
+    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
+      const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
+      const uint32_t up = static_cast<uint32_t>((t * max_chunks + c) * 2), down = up + 1;
+      // Way up: the accumulator is recv; the first reduction reads the input directly.
+      uint32_t acc = UINT32_MAX;
+      for (size_t k = 0; k < node.children.size(); ++k) {
+        Op recv(OpKind::kRecv);
+        recv.peer = node.children[k];
+        recv.msg_id = up;
+        recv.step = 0;
+        recv.bytes = bytes;
+        recv.dst = {BufId::kScratch, k * total + at};
+        const uint32_t rid = s.add(recv);
+        Op red(OpKind::kReduce);
+        red.bytes = bytes;
+        red.dst = {BufId::kRecv, at};
+        red.src = {acc == UINT32_MAX ? BufId::kSend : BufId::kRecv, at};
+        red.src2 = {BufId::kScratch, k * total + at};
+        const uint32_t id = s.add(red);
+        s.depend(rid, id);
+        if (acc != UINT32_MAX) s.depend(acc, id);
+        acc = id;
+      }
+      // A leaf's contribution is its input; an inner node's, its accumulator.
+      const BufRef mine = {acc == UINT32_MAX ? BufId::kSend : BufId::kRecv, at};
+      uint32_t result = acc;  // the op after which recv holds the final chunk
+      if (node.parent >= 0) {
+        Op send(OpKind::kSend);
+        send.peer = node.parent;
+        send.msg_id = up;
+        send.bytes = bytes;
+        send.src = mine;
+        const uint32_t sid = s.add(send);
+        if (acc != UINT32_MAX) s.depend(acc, sid);
+        Op recv(OpKind::kRecv);  // the final value, over the accumulator once it has left
+        recv.peer = node.parent;
+        recv.msg_id = down;
+        recv.step = 1;
+        recv.bytes = bytes;
+        recv.dst = {BufId::kRecv, at};
+        result = s.add(recv);
+        s.depend(sid, result);
+      } else if (acc == UINT32_MAX) {
+        return Status(Code::kInternal, "a tree root without children");
+      }
+      for (int child : node.children) {
+        Op send(OpKind::kSend);
+        send.peer = child;
+        send.msg_id = down;
+        send.step = 1;
+        send.bytes = bytes;
+        send.src = {BufId::kRecv, at};
+        s.depend(result, s.add(send));
+      }
+    }
+    half_at += half_bytes;
+  }
+  return Status::ok();
+}
+
+}  // namespace efacoll

@@ -1,0 +1,33 @@
+// Which algorithm runs a collective: the names users force with EFACOLL_ALGO, their grammar, and
+// the rule that picks one when nothing is forced.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "efacoll/algo.h"
+#include "efacoll/status.h"
+#include "efacoll/types.h"
+
+namespace efacoll {
+
+const char* algo_name(Algo a, CollKind kind);
+// Whether an algorithm exists for a collective (the tree: allreduce only; hier: several nodes).
+bool algo_applies(Algo a, CollKind kind, bool multi_node);
+
+// "auto", one name for every collective it applies to ("ring", "tree", "rd", "rh", "hier"), or
+// per collective: "allreduce:tree,allgather:rd,reduce_scatter:ring". kInvalid names what is wrong.
+Status parse_algo_overrides(const std::string& text, AlgoOverrides* out);
+
+struct AlgoInputs {
+  CollKind kind = CollKind::kAllreduce;
+  size_t bytes = 0;  // allreduce: the vector; allgather: the result; reduce-scatter: the input
+  int nranks = 1;
+  int ranks_per_node = 0;      // >0: several nodes of this many consecutive ranks
+  size_t small_bytes = 65536;  // EFACOLL_RD_MAX_BYTES
+};
+
+// The forced algorithm where it applies, else the rule: across nodes, hierarchical allreduce;
+// small calls, the recursive algorithms (log2 P steps); the rest, the ring.
+Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced);
+
+}  // namespace efacoll
