@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "common/log.h"
 #include "gpu/gpu_runtime.h"
@@ -17,6 +18,7 @@
 #include "transport/multirail/multirail_transport.h"
 #include "transport/transport.h"
 #include "tune/algo.h"
+#include "tune/cost_model.h"
 
 namespace efacoll {
 namespace shim {
@@ -107,10 +109,47 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
   return Status::ok();
 }
 
+// EFACOLL_TUNE: the cost model's source.
+Status tune_config(const std::string& tune, EngineConfig* config) {
+  const std::string product = read_first_line("/sys/devices/virtual/dmi/id/product_name");
+  if (tune == "off") {
+    config->tune = false;
+    return Status::ok();
+  }
+  if (tune == "calibrate") {
+    config->calibrate = true;
+    return platform_model("local", &config->model);  // until each communicator has measured
+  }
+  if (tune == "auto") {
+    const std::string platform = product.rfind("p5", 0) == 0    ? "p5"
+                                 : product.rfind("p4d", 0) == 0 ? "p4d"
+                                                                : "local";
+    return platform_model(platform, &config->model);
+  }
+  if (tune.rfind("file:", 0) == 0) {
+    std::ifstream in(tune.substr(5));
+    if (!in) return Status(Code::kInvalid, "EFACOLL_TUNE=" + tune + ": cannot read the file");
+    std::stringstream text;
+    text << in.rdbuf();
+    platform_model("local", &config->model);
+    Status st = parse_model(text.str(), &config->model);
+    if (!st.is_ok()) return Status(Code::kInvalid, "EFACOLL_TUNE=" + tune + ": " + st.message());
+    config->model.source = tune;
+    return Status::ok();
+  }
+  Status st = platform_model(tune, &config->model);
+  if (!st.is_ok()) {
+    return Status(Code::kInvalid, "EFACOLL_TUNE=" + tune + ": expected auto, off, calibrate, " +
+                                      "p4d, p5, local or file:PATH");
+  }
+  return Status::ok();
+}
+
 // kInvalid when EFACOLL_ALGO cannot be read: MPI_Init reports it rather than guess.
 Status engine_config(const Params& p, EngineConfig* out) {
   EngineConfig& config = *out;
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(p.text(Param::kAlgo), &config.algo));
+  EFACOLL_RETURN_IF_ERROR(tune_config(p.text(Param::kTune), &config));
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
   config.rd_max_bytes = static_cast<size_t>(p.integer(Param::kRdMaxBytes));
   config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);

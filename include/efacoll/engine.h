@@ -52,8 +52,14 @@ struct EngineConfig {
   // Calls of at most this many bytes use the recursive algorithms (log2 P steps) instead of the
   // ring.
   size_t rd_max_bytes = 65536;
-  // Algorithms forced per collective (EFACOLL_ALGO); kAuto: chosen per call.
+  // Algorithms forced per collective (EFACOLL_ALGO); kAuto: chosen per call, by the cost model
+  // where `tune` (EFACOLL_TUNE), else by size (rd_max_bytes).
   AlgoOverrides algo;
+  bool tune = true;
+  CostModel model;
+  // Each communicator measures its links at creation (EFACOLL_TUNE=calibrate) instead of
+  // taking `model`.
+  bool calibrate = false;
   std::chrono::milliseconds timeout{300000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
@@ -108,6 +114,9 @@ class Engine {
 
  private:
   friend class Comm;
+  // inherit: a sub-communicator made inside a collective (whose lock is held) takes its
+  // parent's cost model instead of calibrating.
+  Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit);
   Status ensure_stage(size_t bytes);
   void idle_progress_loop();
 
@@ -148,7 +157,8 @@ class Comm {
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc
-  Status host_allgather(const void* in, size_t bytes, void* out);
+  // A ring allgather of host memory (chunk_bytes 0: the configured chunk).
+  Status host_allgather(const void* in, size_t bytes, void* out, size_t chunk_bytes = 0);
   bool ipc_usable(int device);
   Status run_ipc(const CollArgs& args, const RingArgs& ring);
   // comm_ipc_direct.cc
@@ -157,6 +167,8 @@ class Comm {
   // comm_ipc_ll.cc
   bool ipc_ll_fits(const CollArgs& args) const;
   Status run_ipc_ll(const CollArgs& args);
+  // comm_calibrate.cc
+  Status calibrate();
   // comm_hier.cc
   bool hier_gpu_usable(int device);
   bool hier_gpu_fits(const CollArgs& args) const;
@@ -181,6 +193,7 @@ class Comm {
   int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
   std::unique_ptr<IpcState> ipc_;
   std::unique_ptr<HierState> hier_;
+  CostModel model_;  // the engine's, or this communicator's own measurement (EFACOLL_TUNE)
 };
 
 }  // namespace efacoll

@@ -2,6 +2,8 @@
 // the way to each root) and come back down, chunk by chunk, so that the way up of one chunk
 // overlaps the way down of the previous ones. Latency grows with the trees' depth (log2 P)
 // instead of the ring's P; each rank moves about the same bytes as in the ring.
+#include <algorithm>
+
 #include "coll/builders.h"
 #include "coll/tree_shape.h"
 
@@ -31,7 +33,10 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   const std::vector<size_t> halves = even_blocks(count, 2);
   size_t max_chunks = 0;
   for (size_t h : halves) max_chunks = std::max(max_chunks, (h * esize + chunk - 1) / chunk);
-  if (4 * max_chunks > kMaxMsgId) return Status(Code::kInvalid, "too many chunks for a tag");
+  // Per chunk and tree: the way up, and the way down to each of two children. A sender's message
+  // ids must differ even between different receivers: the one-sided protocol's clear-to-send
+  // comes back tagged with them, from any peer.
+  if (6 * max_chunks > kMaxMsgId) return Status(Code::kInvalid, "too many chunks for a tag");
 
   size_t half_at = 0;
   for (int t = 0; t < 2; ++t) {
@@ -39,7 +44,8 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
     const size_t half_bytes = halves[t] * esize;
     for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
       const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
-      const uint32_t up = static_cast<uint32_t>((t * max_chunks + c) * 2), down = up + 1;
+      const uint32_t up = static_cast<uint32_t>((t * max_chunks + c) * 3);
+      auto down_to = [&](int k) { return up + 1 + static_cast<uint32_t>(k); };
       // Way up: the accumulator is recv; the first reduction reads the input directly.
       uint32_t acc = UINT32_MAX;
       for (size_t k = 0; k < node.children.size(); ++k) {
@@ -71,9 +77,13 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         send.src = mine;
         const uint32_t sid = s.add(send);
         if (acc != UINT32_MAX) s.depend(acc, sid);
+        // Which of the parent's children this rank is names the message coming down.
+        const std::vector<int> siblings = tree_node(n, t, node.parent).children;
+        const int k =
+            static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
         Op recv(OpKind::kRecv);  // the final value, over the accumulator once it has left
         recv.peer = node.parent;
-        recv.msg_id = down;
+        recv.msg_id = down_to(k);
         recv.step = 1;
         recv.bytes = bytes;
         recv.dst = {BufId::kRecv, at};
@@ -82,10 +92,10 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
       } else if (acc == UINT32_MAX) {
         return Status(Code::kInternal, "a tree root without children");
       }
-      for (int child : node.children) {
+      for (size_t k = 0; k < node.children.size(); ++k) {
         Op send(OpKind::kSend);
-        send.peer = child;
-        send.msg_id = down;
+        send.peer = node.children[k];
+        send.msg_id = down_to(static_cast<int>(k));
         send.step = 1;
         send.bytes = bytes;
         send.src = {BufId::kRecv, at};

@@ -84,6 +84,13 @@
     "Force an algorithm: ring, tree (allreduce), rd / rh (recursive doubling / halving), hier "   \
     "(allreduce across nodes), for every collective it exists for, or per collective: "           \
     "allreduce:tree,allgather:rd,reduce_scatter:ring. auto: chosen per call.")                   \
+  X(kTune, "EFACOLL_TUNE", kText, "auto",                                                         \
+    "Where the cost model's parameters come from: auto (p4d or p5 defaults on those instances, " \
+    "local defaults elsewhere), calibrate (each communicator measures its links at creation), "  \
+    "p4d, p5, local, file:PATH (key = value lines: intra_alpha_us, "   \
+    "intra_gbps, inter_alpha_us, inter_gbps, per_message_us, reduce_gbps), or off (no model: "   \
+    "recursive algorithms up to EFACOLL_RD_MAX_BYTES, the ring above). EFACOLL_DEBUG=TRACE "      \
+    "with SUBSYS TUNE explains each choice.")                                                      \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -15,6 +15,7 @@
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
 #include "tune/algo.h"
+#include "tune/cost_model.h"
 
 namespace efacoll {
 namespace {
@@ -64,14 +65,22 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
 
 // The algorithm for the call (forced by EFACOLL_ALGO, or chosen), built into a schedule.
 Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
-             Schedule* schedule) {
+             const CostModel& model, Schedule* schedule) {
   AlgoInputs in;
   in.kind = kind;
   for (size_t c : ring.block_counts) in.bytes += c * ring.elem_size;
   in.nranks = ring.nranks;
   in.ranks_per_node = hier_per_node;
   in.small_bytes = config.rd_max_bytes;
-  const Algo algo = choose_algo(in, config.algo);
+  in.chunk_bytes = ring.chunk_bytes;
+  Algo algo;
+  if (config.tune) {
+    const TunedChoice choice = tune_algo(model, in, config.algo);
+    EFACOLL_TRACE(kTune, "%s", choice.explanation.c_str());
+    algo = choice.algo;
+  } else {
+    algo = choose_algo(in, config.algo);
+  }
   if (algo == Algo::kRecursive && kind == CollKind::kAllreduce) {
     return build_rd_allreduce(ring, schedule);  // whole-vector messages: no chunk count limit
   }
@@ -89,7 +98,9 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfi
       h.chunk_bytes = ring.chunk_bytes;
       st = build_hier_allreduce(h, schedule);
     } else if (algo == Algo::kTree) {
-      st = build_tree_allreduce(ring, schedule);
+      RingArgs tree = ring;
+      tree.chunk_bytes = tree_chunk_bytes(in.bytes, ring.chunk_bytes);
+      st = build_tree_allreduce(tree, schedule);
     } else if (algo == Algo::kRecursive) {
       st = kind == CollKind::kAllgather ? build_rd_allgather(ring, schedule)
                                         : build_rh_reduce_scatter(ring, schedule);
@@ -172,7 +183,7 @@ Status Comm::run_locked(const CollArgs& args) {
   Schedule schedule;
   if (!gpu) {
     EFACOLL_RETURN_IF_ERROR(
-        build(args.kind, plan.ring, hier_per_node_, engine_->config_, &schedule));
+        build(args.kind, plan.ring, hier_per_node_, engine_->config_, model_, &schedule));
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
@@ -212,7 +223,8 @@ Status Comm::run_locked(const CollArgs& args) {
              hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);
   } else {
-    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, engine_->config_, &schedule));
+    EFACOLL_RETURN_IF_ERROR(
+        build(a.kind, plan.ring, hier_per_node_, engine_->config_, model_, &schedule));
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
@@ -245,7 +257,8 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, &schedule));
+  EFACOLL_RETURN_IF_ERROR(
+      build(args.kind, ring, hier_per_node_, engine_->config_, model_, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }

@@ -80,8 +80,8 @@ bool Comm::hier_gpu_usable(int device) {
   };
   SubsetBootstrap node_boot(gather, size_, node_members, local);
   SubsetBootstrap cross_boot(gather, size_, cross_members, node);
-  Status st = engine_->create_comm(node_boot, &h.node);
-  Status st2 = engine_->create_comm(cross_boot, &h.cross);
+  Status st = engine_->create_comm(node_boot, &h.node, &model_);
+  Status st2 = engine_->create_comm(cross_boot, &h.cross, &model_);
   struct Blob {
     int32_t ok;
     char uuid[16];

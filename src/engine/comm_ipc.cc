@@ -20,7 +20,7 @@
 
 namespace efacoll {
 
-Status Comm::host_allgather(const void* in, size_t bytes, void* out) {
+Status Comm::host_allgather(const void* in, size_t bytes, void* out, size_t chunk_bytes) {
   CollArgs a;
   a.kind = CollKind::kAllgather;
   a.sendbuf = in;
@@ -32,7 +32,7 @@ Status Comm::host_allgather(const void* in, size_t bytes, void* out) {
   ring.nranks = size_;
   ring.elem_size = 1;
   ring.block_counts.assign(size_, bytes);
-  ring.chunk_bytes = engine_->config_.chunk_bytes;
+  ring.chunk_bytes = chunk_bytes ? chunk_bytes : engine_->config_.chunk_bytes;
   Schedule schedule;
   EFACOLL_RETURN_IF_ERROR(build_ring_allgather(ring, &schedule));
   return run_schedule(a, schedule, bytes, bytes * size_, ring.chunk_bytes);

@@ -66,6 +66,11 @@ int equal_contiguous_nodes(const std::vector<std::string>& nodes) {
 }
 
 Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
+  return create_comm(bootstrap, out, nullptr);
+}
+
+Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
+                           const CostModel* inherit) {
   const int n = bootstrap.size();
   if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
     return Status(Code::kUnsupported, "communicator larger than the tag can address");
@@ -115,6 +120,11 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
   comm->hier_per_node_ = equal_contiguous_nodes(nodes);
   EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
   comm_ids_in_use_[id] = true;
+  comm->model_ = inherit ? *inherit : config_.model;
+  if (config_.tune && config_.calibrate && !inherit) {
+    std::lock_guard<std::mutex> busy(busy_);
+    EFACOLL_RETURN_IF_ERROR(comm->calibrate());
+  }
   EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);
   *out = std::move(comm);
   return Status::ok();

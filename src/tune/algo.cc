@@ -1,5 +1,11 @@
 #include "tune/algo.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "tune/cost_model.h"
+
 namespace efacoll {
 
 const char* algo_name(Algo a, CollKind kind) {
@@ -108,6 +114,40 @@ Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced) {
   if (in.kind == CollKind::kAllreduce && multi_node) return Algo::kHier;
   if (in.bytes <= in.small_bytes) return Algo::kRecursive;
   return Algo::kRing;
+}
+
+TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced) {
+  const bool multi_node = in.ranks_per_node > 0;
+  CostInputs ci;
+  ci.kind = in.kind;
+  ci.bytes = in.bytes;
+  ci.nranks = in.nranks;
+  ci.ranks_per_node = in.ranks_per_node;
+  ci.chunk_bytes = in.chunk_bytes;
+  std::vector<std::pair<double, Algo>> ranked;
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive, Algo::kHier}) {
+    if (algo_applies(a, in.kind, multi_node)) ranked.push_back({predict_us(model, a, ci), a});
+  }
+  std::stable_sort(ranked.begin(), ranked.end());
+  TunedChoice c;
+  const Algo f = forced.for_kind(in.kind);
+  const bool use_forced = f != Algo::kAuto && algo_applies(f, in.kind, multi_node);
+  c.algo = use_forced ? f : ranked.front().second;
+  char head[160];
+  std::snprintf(
+      head, sizeof(head), "%s %zu B on %d ranks%s: ", coll_name(in.kind), in.bytes, in.nranks,
+      multi_node ? (" (nodes of " + std::to_string(in.ranks_per_node) + ")").c_str() : "");
+  c.explanation = head;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    char part[96];
+    std::snprintf(part, sizeof(part), "%s%s %.1f us", i ? " < " : "",
+                  algo_name(ranked[i].second, in.kind), ranked[i].first);
+    c.explanation += part;
+    if (ranked[i].second == c.algo) c.predicted_us = ranked[i].first;
+  }
+  c.explanation += use_forced ? std::string("; forced: ") + algo_name(f, in.kind) : "";
+  c.explanation += " [" + model.source + "]";
+  return c;
 }
 
 }  // namespace efacoll

@@ -183,6 +183,7 @@ TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
   for (auto [n, per_node] : {std::make_pair(4, 2), std::make_pair(6, 3), std::make_pair(8, 2)}) {
     RankSetup setup = loopback_setup();
     setup.node_size = per_node;
+    setup.config.algo.allreduce = Algo::kHier;
     expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
       for (auto pair : allowed_pairs()) {
         for (size_t count : counts_for(n)) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "coll/builders.h"
@@ -162,6 +163,7 @@ TEST(ScheduleInvariants, EverySendMatchedAcyclicAndRaceFree) {
       SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk));
       using Key = std::tuple<int, int, uint32_t>;  // sender, receiver, msg id
       std::map<Key, size_t> sends, recvs;
+      std::set<std::pair<int, uint32_t>> sender_ids;
       for (int r = 0; r < c.n; ++r) {
         Schedule s;
         ASSERT_TRUE(build(c, r, chunk, &s).is_ok());
@@ -169,6 +171,10 @@ TEST(ScheduleInvariants, EverySendMatchedAcyclicAndRaceFree) {
           if (op.kind == OpKind::kSend) {
             ASSERT_TRUE(sends.emplace(Key{r, op.peer, op.msg_id}, op.bytes).second)
                 << "duplicate send";
+            // The tag holds the sender and the message id, not the receiver: the one-sided
+            // protocol's clear-to-send would match any of two sends sharing them.
+            ASSERT_TRUE(sender_ids.emplace(r, op.msg_id).second)
+                << "rank " << r << " sends message id " << op.msg_id << " to two peers";
             ASSERT_GT(op.bytes, 0u);
           }
           if (op.kind == OpKind::kRecv) {

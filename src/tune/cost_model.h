@@ -1,0 +1,36 @@
+// The cost model the tuner chooses with (NCCL's tuning tables in spirit): per link class a
+// latency per step and a bandwidth, plus the CPU cost of one message and the local reduction
+// rate. Each algorithm's time is predicted from its step count and the bytes it moves per rank.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "efacoll/algo.h"
+#include "efacoll/status.h"
+#include "efacoll/types.h"
+
+namespace efacoll {
+
+// Parameters for a known platform: "p4d", "p5" (EFA per GPU, NVSwitch inside), or "local" (a
+// host with shared memory and TCP, the test machines). kInvalid for anything else.
+Status platform_model(const std::string& platform, CostModel* out);
+// "key = value" lines (intra_alpha_us, intra_gbps, inter_alpha_us, inter_gbps,
+// per_message_us, reduce_gbps); # starts a comment. Missing keys keep `out`'s values.
+Status parse_model(const std::string& text, CostModel* out);
+
+struct CostInputs {
+  CollKind kind = CollKind::kAllreduce;
+  size_t bytes = 0;  // allreduce: the vector; allgather: the result; reduce-scatter: input
+  int nranks = 1;
+  int ranks_per_node = 0;  // 0: one node; else nodes of this many consecutive ranks
+  size_t chunk_bytes = 1 << 19;
+};
+
+// The tree pipelines in small chunks (about 32 per vector, from 4 KiB up to max_chunk) so that
+// filling its 2 x depth stages costs little; the builder and the prediction both use this.
+size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
+
+// Predicted microseconds of one call with this algorithm (which must apply).
+double predict_us(const CostModel& m, Algo algo, const CostInputs& in);
+
+}  // namespace efacoll

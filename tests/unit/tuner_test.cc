@@ -1,0 +1,104 @@
+// The cost model's parameters and predictions, and the tuner's choices at given sizes.
+#include <gtest/gtest.h>
+
+#include "tune/algo.h"
+#include "tune/cost_model.h"
+
+namespace efacoll {
+namespace {
+
+CostModel model(const char* platform) {
+  CostModel m;
+  EXPECT_TRUE(platform_model(platform, &m).is_ok());
+  return m;
+}
+
+AlgoInputs call(CollKind kind, size_t bytes, int nranks, int per_node = 0) {
+  AlgoInputs in;
+  in.kind = kind;
+  in.bytes = bytes;
+  in.nranks = nranks;
+  in.ranks_per_node = per_node;
+  return in;
+}
+
+TEST(CostModel, PlatformsAndFiles) {
+  CostModel m;
+  EXPECT_TRUE(platform_model("p5", &m).is_ok());
+  EXPECT_EQ(m.source, "p5 defaults");
+  EXPECT_GT(m.intra.gbps, m.inter.gbps) << "NVLink beats the fabric";
+  EXPECT_EQ(platform_model("p3", &m).code(), Code::kInvalid);
+  ASSERT_TRUE(parse_model("# measured\ninter_gbps = 12.5\n  intra_alpha_us=3 \n", &m).is_ok());
+  EXPECT_DOUBLE_EQ(m.inter.gbps, 12.5);
+  EXPECT_DOUBLE_EQ(m.intra.alpha_us, 3);
+  EXPECT_DOUBLE_EQ(m.intra.gbps, model("p5").intra.gbps) << "missing keys keep their values";
+  EXPECT_NE(parse_model("inter_gbps 3", &m).message().find("line 1"), std::string::npos);
+  EXPECT_NE(parse_model("x = 1", &m).message().find("unknown key x"), std::string::npos);
+  EXPECT_NE(parse_model("reduce_gbps = -1", &m).message().find("positive"), std::string::npos);
+}
+
+TEST(CostModel, PredictionsNeverShrinkWithSizeAndVanishOnOneRank) {
+  const CostModel m = model("local");
+  CostInputs in;
+  in.nranks = 4;
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive}) {
+    double last = 0;
+    for (size_t bytes : {size_t(8), size_t(1) << 12, size_t(1) << 20, size_t(1) << 28}) {
+      in.bytes = bytes;
+      const double t = predict_us(m, a, in);
+      EXPECT_GE(t, last) << algo_name(a, in.kind) << " at " << bytes;
+      last = t;
+    }
+    in.bytes = 8;
+    const double small = predict_us(m, a, in);
+    EXPECT_GT(last, 100 * small) << algo_name(a, in.kind) << ": 256 MiB costs more than 8 B";
+  }
+  in.nranks = 1;
+  EXPECT_EQ(predict_us(m, Algo::kRing, in), 0);
+}
+
+TEST(Tuner, SmallCallsGoRecursiveLargeReductionsTheRing) {
+  const CostModel m = model("p5");
+  for (CollKind k : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    EXPECT_EQ(tune_algo(m, call(k, 8, 8), {}).algo, Algo::kRecursive) << coll_name(k);
+  }
+  // Recursive halving reduces after each step; the ring's reductions overlap its transfers.
+  for (CollKind k : {CollKind::kAllreduce, CollKind::kReduceScatter}) {
+    const TunedChoice c = tune_algo(m, call(k, size_t(1) << 30, 8), {});
+    EXPECT_EQ(c.algo, Algo::kRing) << c.explanation;
+  }
+}
+
+TEST(Tuner, AcrossNodesAllreduceGoesHierarchical) {
+  const CostModel m = model("p5");
+  for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 33}) {
+    EXPECT_EQ(tune_algo(m, call(CollKind::kAllreduce, bytes, 128, 8), {}).algo, Algo::kHier)
+        << bytes << " B";
+  }
+}
+
+TEST(Tuner, TreeBeatsTheRingAtScaleForMediumSizes) {
+  // One rank per node over the fabric: at 1 MiB the ring pays 2(P-1) latencies and recursive
+  // doubling log2(P) whole vectors; the tree pays 2 log2(P) latencies and about 2n.
+  const CostModel m = model("p4d");
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, size_t(1) << 20, 256, 1), {});
+  EXPECT_EQ(c.algo, Algo::kTree) << c.explanation;
+  EXPECT_EQ(tree_chunk_bytes(size_t(1) << 20, size_t(1) << 19), size_t(32768));
+  EXPECT_EQ(tree_chunk_bytes(100, size_t(1) << 19), size_t(4096));
+}
+
+TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
+  const CostModel m = model("local");
+  AlgoOverrides forced;
+  ASSERT_TRUE(parse_algo_overrides("ring", &forced).is_ok());
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, 4096, 4), forced);
+  EXPECT_EQ(c.algo, Algo::kRing);
+  for (const char* part : {"allreduce 4096 B on 4 ranks: ", "ring ", "double binary tree ",
+                           "recursive doubling ", "; forced: ring", "[local defaults]"}) {
+    EXPECT_NE(c.explanation.find(part), std::string::npos) << part << " in " << c.explanation;
+  }
+  EXPECT_GT(c.predicted_us, 0);
+}
+
+}  // namespace
+}  // namespace efacoll
