@@ -23,3 +23,23 @@ EFACOLL_EXPORT const char* efacoll_provider(void) {
   State& s = state();
   return s.engine ? s.engine->transport_info().provider.c_str() : nullptr;
 }
+
+EFACOLL_EXPORT int efacoll_set_algo(const char* spec) {
+  try {
+    State& s = state();
+    if (!s.engine || spec == nullptr) return -1;
+    return s.engine->set_algo(spec).is_ok() ? 0 : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+EFACOLL_EXPORT const char* efacoll_last_algorithm(void) {
+  State& s = state();
+  return s.engine ? s.engine->last_algorithm() : nullptr;
+}
+
+EFACOLL_EXPORT double efacoll_last_predicted_us(void) {
+  State& s = state();
+  return s.engine ? s.engine->last_predicted_us() : 0;
+}

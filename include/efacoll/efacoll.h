@@ -24,6 +24,14 @@ typedef struct {
 int efacoll_get_counters(efacoll_collective coll, efacoll_counters* out);
 /* The libfabric provider efacoll's traffic uses, or NULL when efacoll is inactive. */
 const char* efacoll_provider(void);
+/* Forces algorithms from the next collective on, in EFACOLL_ALGO's grammar ("auto", "ring",
+ * "allreduce:tree", ...). Every rank must pass the same before its next collective (benchmarks
+ * compare algorithms in one run this way). 0 on success, -1 for a spec it cannot read. */
+int efacoll_set_algo(const char* spec);
+/* The algorithm of this process's last collective that efacoll ran through the fabric, and the
+ * time the cost model predicted for it (microseconds; 0 without a model). */
+const char* efacoll_last_algorithm(void);
+double efacoll_last_predicted_us(void);
 
 #ifdef __cplusplus
 }

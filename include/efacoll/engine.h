@@ -111,6 +111,12 @@ class Engine {
   const TransportInfo& transport_info() const;
   GpuRuntime* gpu() const { return gpu_.get(); }
   const EngineConfig& config() const { return config_; }
+  // Forces algorithms from now on (EFACOLL_ALGO's grammar); every member of a communicator must
+  // force the same before its next collective. kInvalid leaves the setting as it was.
+  Status set_algo(const std::string& spec);
+  // The algorithm of the last collective that ran a schedule, and the model's prediction for it.
+  const char* last_algorithm() const { return last_algorithm_; }
+  double last_predicted_us() const { return last_choice_.predicted_us; }
 
  private:
   friend class Comm;
@@ -130,6 +136,8 @@ class Engine {
   std::bitset<4096> comm_ids_in_use_;
   uint64_t next_allocation_id_ = 1;  // identities of the engine's own buffers in mr_cache_
   std::mutex busy_;  // held by a running collective; the idle progress thread only try_locks it
+  TunedChoice last_choice_;
+  const char* last_algorithm_ = "none";
   std::atomic<bool> stopping_{false};
   std::thread idle_progress_;
 };

@@ -65,7 +65,7 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
 
 // The algorithm for the call (forced by EFACOLL_ALGO, or chosen), built into a schedule.
 Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
-             const CostModel& model, Schedule* schedule) {
+             const CostModel& model, Schedule* schedule, TunedChoice* chosen) {
   AlgoInputs in;
   in.kind = kind;
   for (size_t c : ring.block_counts) in.bytes += c * ring.elem_size;
@@ -75,11 +75,13 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfi
   in.chunk_bytes = ring.chunk_bytes;
   Algo algo;
   if (config.tune) {
-    const TunedChoice choice = tune_algo(model, in, config.algo);
-    EFACOLL_TRACE(kTune, "%s", choice.explanation.c_str());
-    algo = choice.algo;
+    *chosen = tune_algo(model, in, config.algo);
+    EFACOLL_TRACE(kTune, "%s", chosen->explanation.c_str());
+    algo = chosen->algo;
   } else {
     algo = choose_algo(in, config.algo);
+    *chosen = TunedChoice();
+    chosen->algo = algo;
   }
   if (algo == Algo::kRecursive && kind == CollKind::kAllreduce) {
     return build_rd_allreduce(ring, schedule);  // whole-vector messages: no chunk count limit
@@ -182,8 +184,9 @@ Status Comm::run_locked(const CollArgs& args) {
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
   Schedule schedule;
   if (!gpu) {
-    EFACOLL_RETURN_IF_ERROR(
-        build(args.kind, plan.ring, hier_per_node_, engine_->config_, model_, &schedule));
+    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, hier_per_node_, engine_->config_, model_,
+                                  &schedule, &engine_->last_choice_));
+    engine_->last_algorithm_ = schedule.algorithm;
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
 
@@ -223,8 +226,9 @@ Status Comm::run_locked(const CollArgs& args) {
              hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);
   } else {
-    EFACOLL_RETURN_IF_ERROR(
-        build(a.kind, plan.ring, hier_per_node_, engine_->config_, model_, &schedule));
+    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, engine_->config_, model_,
+                                  &schedule, &engine_->last_choice_));
+    engine_->last_algorithm_ = schedule.algorithm;
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
@@ -257,8 +261,9 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(
-      build(args.kind, ring, hier_per_node_, engine_->config_, model_, &schedule));
+  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, model_,
+                                &schedule, &engine_->last_choice_));
+  engine_->last_algorithm_ = schedule.algorithm;
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }

@@ -11,6 +11,7 @@
 #include "transport/mr_cache.h"
 #include "transport/tag.h"
 #include "transport/transport.h"
+#include "tune/algo.h"
 
 namespace efacoll {
 
@@ -48,6 +49,14 @@ Engine::~Engine() {
 }
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }
+
+Status Engine::set_algo(const std::string& spec) {
+  AlgoOverrides algo;
+  EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(spec, &algo));
+  std::lock_guard<std::mutex> busy(busy_);
+  config_.algo = algo;
+  return Status::ok();
+}
 
 // L when the members form nodes of L consecutive ranks each, with more than one node and more
 // than one rank per node (what the hierarchical allreduce needs); 0 otherwise.

@@ -31,12 +31,6 @@ struct AlgoInputs {
 // small calls, the recursive algorithms (log2 P steps); the rest, the ring.
 Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced);
 
-struct TunedChoice {
-  Algo algo = Algo::kRing;
-  double predicted_us = 0;
-  std::string explanation;  // "allreduce 4096 B on 4 ranks: rd 42.0 us < tree 60.1 us < ..."
-};
-
 // The forced algorithm where it applies, else the one the cost model predicts fastest.
 TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced);
 
