@@ -4,8 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,17 +93,12 @@ int main(int argc, char** argv) {
     models.push_back(m);
   }
   if (!file.empty()) {
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
     CostModel m;
-    platform_model("local", &m);
-    Status st = in ? parse_model(text.str(), &m) : Status(Code::kInvalid, "cannot read " + file);
+    Status st = load_model_file(file, &m);
     if (!st.is_ok()) {
       std::fprintf(stderr, "efacoll_model: %s\n", st.message().c_str());
       return 2;
     }
-    m.source = file;
     models.push_back(m);
   }
   std::vector<CollKind> kinds;

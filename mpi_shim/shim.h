@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/params.h"
 #include "efacoll/engine.h"
@@ -55,8 +56,8 @@ bool map_op(MPI_Op op, ROp* out);
 bool plain_type_size(MPI_Datatype type, size_t* out);
 
 // --- NIC choice (shim_nic.cc) ---
-// Collective over MPI_COMM_WORLD. requested: EFACOLL_NIC.
-NicChoice choose_rank_nic(const std::string& requested, const std::string& provider,
+// Collective over MPI_COMM_WORLD. requested: EFACOLL_NIC; offered: the provider's domains.
+NicChoice choose_rank_nic(const std::string& requested, const std::vector<std::string>& offered,
                           const Topology& topo);
 
 // --- communicators (shim_comm_cache.cc) ---

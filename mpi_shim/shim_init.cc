@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "common/log.h"
 #include "gpu/gpu_runtime.h"
@@ -51,20 +50,13 @@ void configure_before_mpi(const EnvMap& env) {
   for (const auto& m : plan.messages) EFACOLL_INFO(kEnv, "host MPI: %s", m.c_str());
 }
 
-std::string read_first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 // The provider the policy allows, opened; or the one clear error.
 Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
                       std::unique_ptr<Transport>* out, std::string* nic_why) {
   const std::string requested = p.text(Param::kProvider);
-  const NicChoice nic = choose_rank_nic(p.text(Param::kNic), requested, topo);
-  *nic_why = nic.why;
   const std::vector<std::string> domains = offered_domains(requested);
+  const NicChoice nic = choose_rank_nic(p.text(Param::kNic), domains, topo);
+  *nic_why = nic.why;
   for (const std::string& d : nic.domains) {
     if (std::find(domains.begin(), domains.end(), d) != domains.end()) continue;
     std::string list;
@@ -109,9 +101,8 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
   return Status::ok();
 }
 
-// EFACOLL_TUNE: the cost model's source.
-Status tune_config(const std::string& tune, EngineConfig* config) {
-  const std::string product = read_first_line("/sys/devices/virtual/dmi/id/product_name");
+// EFACOLL_TUNE: the cost model's source. product: the EC2 instance type, when known.
+Status tune_config(const std::string& tune, const std::string& product, EngineConfig* config) {
   if (tune == "off") {
     config->tune = false;
     return Status::ok();
@@ -127,14 +118,8 @@ Status tune_config(const std::string& tune, EngineConfig* config) {
     return platform_model(platform, &config->model);
   }
   if (tune.rfind("file:", 0) == 0) {
-    std::ifstream in(tune.substr(5));
-    if (!in) return Status(Code::kInvalid, "EFACOLL_TUNE=" + tune + ": cannot read the file");
-    std::stringstream text;
-    text << in.rdbuf();
-    platform_model("local", &config->model);
-    Status st = parse_model(text.str(), &config->model);
+    Status st = load_model_file(tune.substr(5), &config->model);
     if (!st.is_ok()) return Status(Code::kInvalid, "EFACOLL_TUNE=" + tune + ": " + st.message());
-    config->model.source = tune;
     return Status::ok();
   }
   Status st = platform_model(tune, &config->model);
@@ -146,10 +131,10 @@ Status tune_config(const std::string& tune, EngineConfig* config) {
 }
 
 // kInvalid when EFACOLL_ALGO cannot be read: MPI_Init reports it rather than guess.
-Status engine_config(const Params& p, EngineConfig* out) {
+Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   EngineConfig& config = *out;
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(p.text(Param::kAlgo), &config.algo));
-  EFACOLL_RETURN_IF_ERROR(tune_config(p.text(Param::kTune), &config));
+  EFACOLL_RETURN_IF_ERROR(tune_config(p.text(Param::kTune), topo.product, &config));
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
   config.rd_max_bytes = static_cast<size_t>(p.integer(Param::kRdMaxBytes));
   config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
@@ -212,13 +197,12 @@ int open_engine() {
   std::unique_ptr<Transport> transport;
   std::string nic_why;
   EngineConfig config;
-  Status st = engine_config(p, &config);
+  Status st = engine_config(p, topo, &config);
   if (st.is_ok()) st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
   if (st.is_ok()) {
     const TransportInfo& ti = transport->info();
-    GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr,
-                                 read_first_line("/sys/devices/virtual/dmi/id/product_name"),
-                                 p.flag(Param::kRequireGdr));
+    GdrDecision gdr =
+        decide_gdr(ti.provider, ti.hmem, gpu != nullptr, topo.product, p.flag(Param::kRequireGdr));
     if (!gdr.ok) st = Status(Code::kUnsupported, gdr.error);
     if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
   }

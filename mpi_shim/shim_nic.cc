@@ -4,13 +4,12 @@
 #include "common/log.h"
 #include "mpi_shim/shim.h"
 #include "topo/nic_choice.h"
-#include "transport/fabric/fabric_info.h"
 
 namespace efacoll {
 namespace shim {
 
 // Collective over MPI_COMM_WORLD (ranks of a node compare their GPUs).
-NicChoice choose_rank_nic(const std::string& requested, const std::string& provider,
+NicChoice choose_rank_nic(const std::string& requested, const std::vector<std::string>& offered,
                           const Topology& topo) {
   MPI_Comm node;
   int local_rank = 0, local_size = 1;
@@ -32,7 +31,7 @@ NicChoice choose_rank_nic(const std::string& requested, const std::string& provi
     sharers += gpus[r] == gpu;
     if (r < local_rank) sharer += gpus[r] == gpu;
   }
-  NicChoice c = choose_nic(requested, topo, gpu, sharer, sharers, offered_domains(provider));
+  NicChoice c = choose_nic(requested, topo, gpu, sharer, sharers, offered);
   if (!bus_id.empty() && gpu >= 0) c.why += "; GPU from the current CUDA context";
   if (bus_id.empty() && gpu >= 0) c.why += "; GPU assumed from the local rank";
   return c;

@@ -24,6 +24,7 @@ struct Schedule;
 struct RingArgs;
 struct IpcState;
 struct HierState;
+struct LlCall;
 class MrCache;
 class GpuRuntime;
 
@@ -173,8 +174,8 @@ class Comm {
   bool ipc_direct_possible(const CollArgs& args) const;
   Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
   // comm_ipc_ll.cc
-  bool ipc_ll_fits(const CollArgs& args) const;
-  Status run_ipc_ll(const CollArgs& args);
+  bool ipc_ll_plan(const CollArgs& args, LlCall* call) const;
+  Status run_ipc_ll(const CollArgs& args, LlCall& call);
   // comm_calibrate.cc
   Status calibrate();
   // comm_hier.cc

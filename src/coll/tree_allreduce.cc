@@ -41,6 +41,12 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   size_t half_at = 0;
   for (int t = 0; t < 2; ++t) {
     const TreeNode node = tree_node(n, t, r);
+    // Which of the parent's children this rank is names the messages coming down to it.
+    int place = 0;
+    if (node.parent >= 0) {
+      const std::vector<int> siblings = tree_node(n, t, node.parent).children;
+      place = static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
+    }
     const size_t half_bytes = halves[t] * esize;
     for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
       const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
@@ -77,13 +83,9 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         send.src = mine;
         const uint32_t sid = s.add(send);
         if (acc != UINT32_MAX) s.depend(acc, sid);
-        // Which of the parent's children this rank is names the message coming down.
-        const std::vector<int> siblings = tree_node(n, t, node.parent).children;
-        const int k =
-            static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
         Op recv(OpKind::kRecv);  // the final value, over the accumulator once it has left
         recv.peer = node.parent;
-        recv.msg_id = down_to(k);
+        recv.msg_id = down_to(place);
         recv.step = 1;
         recv.bytes = bytes;
         recv.dst = {BufId::kRecv, at};

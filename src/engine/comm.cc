@@ -12,6 +12,7 @@
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/ll_protocol.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
 #include "tune/algo.h"
@@ -75,7 +76,7 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfi
   in.chunk_bytes = ring.chunk_bytes;
   Algo algo;
   if (config.tune) {
-    *chosen = tune_algo(model, in, config.algo);
+    *chosen = tune_algo(model, in, config.algo, log_enabled(LogLevel::kTrace, kTune));
     EFACOLL_TRACE(kTune, "%s", chosen->explanation.c_str());
     algo = chosen->algo;
   } else {
@@ -196,7 +197,8 @@ Status Comm::run_locked(const CollArgs& args) {
   // Peer to peer inside the node when every member is here and can reach the others' GPUs.
   // ipc_usable() is collective at its first call: every rank reaches it on the same call.
   const bool ipc = one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0;
-  const bool ll = ipc && ipc_ll_fits(args) && ipc_usable(args.device) && ipc_->ll_usable;
+  LlCall ll_call;
+  const bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
   if (!ll && plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
     return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
   }
@@ -219,7 +221,7 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   Status st;
   if (ll) {
-    st = run_ipc_ll(a);
+    st = run_ipc_ll(a, ll_call);
   } else if (ipc && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&

@@ -97,11 +97,7 @@ bool Comm::hier_gpu_usable(int device) {
   h.usable = std::all_of(all.begin(), all.end(), [](const Blob& b) { return b.ok != 0; });
   // Nodes declared on one machine share its GPUs: a low-latency kernel spinning on one GPU would
   // hold off another node's kernel on the same GPU (processes' kernels take turns).
-  bool shared = false;
-  for (int p = 0; p < size_; ++p) {
-    for (int q = 0; q < p; ++q) shared = shared || std::memcmp(all[p].uuid, all[q].uuid, 16) == 0;
-  }
-  if (h.usable && shared && h.node->ipc_) h.node->ipc_->ll_usable = false;
+  if (h.usable && any_gpu_shared(all) && h.node->ipc_) h.node->ipc_->ll_usable = false;
   EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU collectives %s", id_, size_ / per_node,
                per_node,
                h.usable ? "inside nodes over CUDA IPC, across them over the fabric"

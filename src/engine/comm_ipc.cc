@@ -88,12 +88,7 @@ bool Comm::ipc_usable(int device) {
   std::vector<int32_t> oks(size_);
   if (!host_allgather(&ok, sizeof(ok), oks.data()).is_ok()) return false;
   s.usable = std::all_of(oks.begin(), oks.end(), [](int32_t v) { return v != 0; });
-  bool own_gpus = true;
-  for (int p = 0; p < size_; ++p) {
-    for (int q = 0; q < p; ++q) {
-      own_gpus = own_gpus && std::memcmp(all[p].uuid, all[q].uuid, sizeof(all[p].uuid)) != 0;
-    }
-  }
+  const bool own_gpus = !any_gpu_shared(all);
   s.ll_usable = s.usable && ll_wanted && own_gpus;
   EFACOLL_INFO(kNet, "communicator %u: CUDA IPC between its %d GPUs %s; low-latency protocol %s",
                id_, size_, s.usable ? "in use" : "not possible: data goes through the fabric",

@@ -9,21 +9,16 @@
 
 namespace efacoll {
 
-// Same answer on every rank: it depends only on the call's shape, which all ranks share.
-bool Comm::ipc_ll_fits(const CollArgs& args) const {
-  LlCall call;
+// Same answer on every rank: it depends only on the call's shape, which all ranks share. The
+// plan (sizes, offsets, segments) is what run_ipc_ll then fills with buffers.
+bool Comm::ipc_ll_plan(const CollArgs& args, LlCall* call) const {
   const size_t slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
   return slot > 0 && ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_,
-                             size_, args.inplace, slot, &call);
+                             size_, args.inplace, slot, call);
 }
 
-Status Comm::run_ipc_ll(const CollArgs& args) {
+Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   IpcState& s = *ipc_;
-  LlCall call;
-  if (!ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_, size_,
-               args.inplace, s.ll_region.slot_bytes, &call)) {
-    return Status(Code::kInternal, "low-latency protocol: call does not fit its slots");
-  }
   call.dtype = args.dtype;
   call.op = args.op;
   const size_t esize = dtype_size(args.dtype);

@@ -1,6 +1,7 @@
 // A communicator's CUDA IPC state: its own device workspace and its peers' as mapped here.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <map>
 #include <utility>
@@ -10,6 +11,17 @@
 #include "gpu/ll_protocol.h"
 
 namespace efacoll {
+
+// Whether two of the gathered blobs (each with a 16-byte GPU `uuid`) name the same GPU.
+template <typename Blob>
+bool any_gpu_shared(const std::vector<Blob>& all) {
+  for (size_t p = 0; p < all.size(); ++p) {
+    for (size_t q = 0; q < p; ++q) {
+      if (std::memcmp(all[p].uuid, all[q].uuid, sizeof(all[p].uuid)) == 0) return true;
+    }
+  }
+  return false;
+}
 
 struct IpcState {
   bool usable = false;

@@ -116,7 +116,8 @@ Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced) {
   return Algo::kRing;
 }
 
-TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced) {
+TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
+                      bool explain) {
   const bool multi_node = in.ranks_per_node > 0;
   CostInputs ci;
   ci.kind = in.kind;
@@ -133,6 +134,10 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
   const Algo f = forced.for_kind(in.kind);
   const bool use_forced = f != Algo::kAuto && algo_applies(f, in.kind, multi_node);
   c.algo = use_forced ? f : ranked.front().second;
+  for (const auto& [us, a] : ranked) {
+    if (a == c.algo) c.predicted_us = us;
+  }
+  if (!explain) return c;
   char head[160];
   std::snprintf(
       head, sizeof(head), "%s %zu B on %d ranks%s: ", coll_name(in.kind), in.bytes, in.nranks,
@@ -143,7 +148,6 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
     std::snprintf(part, sizeof(part), "%s%s %.1f us", i ? " < " : "",
                   algo_name(ranked[i].second, in.kind), ranked[i].first);
     c.explanation += part;
-    if (ranked[i].second == c.algo) c.predicted_us = ranked[i].first;
   }
   c.explanation += use_forced ? std::string("; forced: ") + algo_name(f, in.kind) : "";
   c.explanation += " [" + model.source + "]";

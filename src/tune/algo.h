@@ -31,7 +31,9 @@ struct AlgoInputs {
 // small calls, the recursive algorithms (log2 P steps); the rest, the ring.
 Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced);
 
-// The forced algorithm where it applies, else the one the cost model predicts fastest.
-TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced);
+// The forced algorithm where it applies, else the one the cost model predicts fastest. The
+// explanation is written only when asked for (formatting it costs more than the choice).
+TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
+                      bool explain = false);
 
 }  // namespace efacoll

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace efacoll {
@@ -79,6 +80,19 @@ Status parse_model(const std::string& text, CostModel* out) {
 
 size_t tree_chunk_bytes(size_t bytes, size_t max_chunk) {
   return std::max<size_t>(1, std::min(max_chunk, std::max<size_t>(4096, bytes / 32)));
+}
+
+Status load_model_file(const std::string& path, CostModel* out) {
+  std::ifstream in(path);
+  if (!in) return Status(Code::kInvalid, "cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CostModel m;
+  platform_model("local", &m);
+  EFACOLL_RETURN_IF_ERROR(parse_model(text.str(), &m));
+  m.source = path;
+  *out = m;
+  return Status::ok();
 }
 
 namespace {

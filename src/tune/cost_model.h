@@ -18,6 +18,9 @@ Status platform_model(const std::string& platform, CostModel* out);
 // per_message_us, reduce_gbps); # starts a comment. Missing keys keep `out`'s values.
 Status parse_model(const std::string& text, CostModel* out);
 
+// A model file: local defaults, then the file's keys; its source names the path.
+Status load_model_file(const std::string& path, CostModel* out);
+
 struct CostInputs {
   CollKind kind = CollKind::kAllreduce;
   size_t bytes = 0;  // allreduce: the vector; allgather: the result; reduce-scatter: input

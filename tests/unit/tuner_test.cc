@@ -64,7 +64,7 @@ TEST(Tuner, SmallCallsGoRecursiveLargeReductionsTheRing) {
   }
   // Recursive halving reduces after each step; the ring's reductions overlap its transfers.
   for (CollKind k : {CollKind::kAllreduce, CollKind::kReduceScatter}) {
-    const TunedChoice c = tune_algo(m, call(k, size_t(1) << 30, 8), {});
+    const TunedChoice c = tune_algo(m, call(k, size_t(1) << 30, 8), {}, true);
     EXPECT_EQ(c.algo, Algo::kRing) << c.explanation;
   }
 }
@@ -81,7 +81,7 @@ TEST(Tuner, TreeBeatsTheRingAtScaleForMediumSizes) {
   // One rank per node over the fabric: at 1 MiB the ring pays 2(P-1) latencies and recursive
   // doubling log2(P) whole vectors; the tree pays 2 log2(P) latencies and about 2n.
   const CostModel m = model("p4d");
-  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, size_t(1) << 20, 256, 1), {});
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, size_t(1) << 20, 256, 1), {}, true);
   EXPECT_EQ(c.algo, Algo::kTree) << c.explanation;
   EXPECT_EQ(tree_chunk_bytes(size_t(1) << 20, size_t(1) << 19), size_t(32768));
   EXPECT_EQ(tree_chunk_bytes(100, size_t(1) << 19), size_t(4096));
@@ -91,13 +91,16 @@ TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
   const CostModel m = model("local");
   AlgoOverrides forced;
   ASSERT_TRUE(parse_algo_overrides("ring", &forced).is_ok());
-  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, 4096, 4), forced);
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, 4096, 4), forced, true);
   EXPECT_EQ(c.algo, Algo::kRing);
   for (const char* part : {"allreduce 4096 B on 4 ranks: ", "ring ", "double binary tree ",
                            "recursive doubling ", "; forced: ring", "[local defaults]"}) {
     EXPECT_NE(c.explanation.find(part), std::string::npos) << part << " in " << c.explanation;
   }
   EXPECT_GT(c.predicted_us, 0);
+  const TunedChoice quiet = tune_algo(m, call(CollKind::kAllreduce, 4096, 4), forced);
+  EXPECT_EQ(quiet.algo, c.algo);
+  EXPECT_EQ(quiet.predicted_us, c.predicted_us);
 }
 
 }  // namespace

@@ -109,24 +109,29 @@ const MemRegion* MultiRailTransport::on_rail(const MemRegion* region, size_t rai
   return &(*static_cast<const std::vector<MemRegion>*>(region->handle))[rail];
 }
 
-Status MultiRailTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
-                                const MemRegion* region, Completion* completion) {
+// Sends and receives take their rail the same way: that is what makes both ends meet.
+template <typename Post>
+Status MultiRailTransport::post_on_rail(PeerAddr peer, uint64_t tag, const MemRegion* region,
+                                        Post&& post) {
   const Peer& p = peers_.at(peer);
   const size_t rail = rail_of(p, tag);
-  EFACOLL_RETURN_IF_ERROR(
-      rails_[rail]->send(p.rail_addr[rail], buf, bytes, tag, on_rail(region, rail), completion));
+  EFACOLL_RETURN_IF_ERROR(post(*rails_[rail], p.rail_addr[rail], on_rail(region, rail)));
   ++posted_[rail];
   return Status::ok();
 }
 
+Status MultiRailTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
+                                const MemRegion* region, Completion* completion) {
+  return post_on_rail(peer, tag, region, [&](Transport& t, PeerAddr a, const MemRegion* m) {
+    return t.send(a, buf, bytes, tag, m, completion);
+  });
+}
+
 Status MultiRailTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag,
                                 const MemRegion* region, Completion* completion) {
-  const Peer& p = peers_.at(peer);
-  const size_t rail = rail_of(p, tag);
-  EFACOLL_RETURN_IF_ERROR(
-      rails_[rail]->recv(p.rail_addr[rail], buf, bytes, tag, on_rail(region, rail), completion));
-  ++posted_[rail];
-  return Status::ok();
+  return post_on_rail(peer, tag, region, [&](Transport& t, PeerAddr a, const MemRegion* m) {
+    return t.recv(a, buf, bytes, tag, m, completion);
+  });
 }
 
 Status MultiRailTransport::progress(int* completed) {

@@ -46,6 +46,8 @@ class MultiRailTransport : public Transport {
   // The rail of a message (tag) to or from a peer, and the region's registration on it.
   size_t rail_of(const Peer& peer, uint64_t tag) const { return tag % peer.rail_addr.size(); }
   const MemRegion* on_rail(const MemRegion* region, size_t rail) const;
+  template <typename Post>
+  Status post_on_rail(PeerAddr peer, uint64_t tag, const MemRegion* region, Post&& post);
 
   std::vector<std::unique_ptr<Transport>> rails_;
   TransportInfo info_;
