@@ -30,8 +30,10 @@ void table(const CostModel& m, CollKind kind, int max_nodes, int per_node) {
       8, size_t(64) << 10, size_t(1) << 20, size_t(16) << 20, size_t(256) << 20, size_t(8) << 30};
   std::printf("\n## %s, %s, %d GPUs per node (predicted)\n\n", coll_name(kind), m.source.c_str(),
               per_node);
-  std::printf("| nodes | size | algorithm | time (us) | algbw (GB/s) | busbw (GB/s) |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf(
+      "| nodes | size | algorithm | chunk | channels | time (us) | algbw (GB/s) | busbw (GB/s) "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (int nodes = 1; nodes <= max_nodes; nodes *= 2) {
     const int p = nodes * per_node;
     for (size_t bytes : sizes) {
@@ -51,8 +53,9 @@ void table(const CostModel& m, CollKind kind, int max_nodes, int per_node) {
         std::snprintf(size, sizeof(size), "%zu KiB", bytes >> 10);
       else
         std::snprintf(size, sizeof(size), "%zu B", bytes);
-      std::printf("| %d | %s | %s | %.1f | %.2f | %.2f |\n", nodes, size, algo_name(c.algo, kind),
-                  c.predicted_us, algbw, algbw * bus_factor(kind, p));
+      std::printf("| %d | %s | %s | %zu KiB | %d | %.1f | %.2f | %.2f |\n", nodes, size,
+                  algo_name(c.algo, kind), c.chunk_bytes >> 10, c.channels, c.predicted_us, algbw,
+                  algbw * bus_factor(kind, p));
     }
   }
 }

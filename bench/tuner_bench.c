@@ -1,9 +1,12 @@
 /* tuner_bench: in one run, for each size, the tuner's choice against every forced algorithm
- * (efacoll_set_algo between measurements), on host buffers through efacoll's fabric path.
- * Prints time per algorithm (median of repeats, slowest rank), the tuner's pick and its time,
- * its ratio to the fastest forced one, and the model's prediction with its error.
- * Usage (library preloaded, EFACOLL_HOST_BUFFERS=1): tuner_bench [-c allreduce|allgather|
- * reduce_scatter] [-b MIN] [-e MAX] [-f FACTOR] [-r REPEATS] */
+ * (efacoll_set_algo between measurements). Host buffers go through efacoll's fabric path;
+ * GPU buffers (-m device, one GPU per local rank, CUDA runtime loaded at run time) also
+ * compare the in-node protocols (ll, ipc) with the fabric algorithms.
+ * Prints time per algorithm (median of repeats, slowest rank) with the model's prediction, the
+ * tuner's pick and its time, its ratio to the fastest forced one, and the model's error.
+ * Usage (library preloaded; host buffers need EFACOLL_HOST_BUFFERS=1): tuner_bench
+ * [-c allreduce|allgather|reduce_scatter] [-m host|device] [-b MIN] [-e MAX] [-f FACTOR]
+ * [-r REPEATS] */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -14,8 +17,32 @@
 typedef int (*set_algo_fn)(const char*);
 typedef const char* (*last_algo_fn)(void);
 typedef double (*last_pred_fn)(void);
+typedef int (*last_chunking_fn)(size_t*, int*);
 
 static int coll = 0; /* 0 allreduce, 1 allgather, 2 reduce_scatter */
+
+typedef int (*cuda_set_device_fn)(int);
+typedef int (*cuda_malloc_fn)(void**, size_t);
+typedef int (*cuda_memcpy_fn)(void*, const void*, size_t, int);
+
+/* Device buffers through the CUDA runtime found at run time (0 where there is none). */
+static void* device_buffer(size_t bytes, const void* fill) {
+  static void* cudart;
+  if (!cudart) cudart = dlopen("libcudart.so", RTLD_NOW | RTLD_GLOBAL);
+  if (!cudart) cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+  if (!cudart) cudart = dlopen("libcudart.so.12", RTLD_NOW | RTLD_GLOBAL);
+  if (!cudart) return 0;
+  cuda_set_device_fn set_device = (cuda_set_device_fn)dlsym(cudart, "cudaSetDevice");
+  cuda_malloc_fn cmalloc = (cuda_malloc_fn)dlsym(cudart, "cudaMalloc");
+  cuda_memcpy_fn cmemcpy = (cuda_memcpy_fn)dlsym(cudart, "cudaMemcpy");
+  const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  void* p = 0;
+  if (!set_device || !cmalloc || !cmemcpy || set_device(local ? atoi(local) : 0) != 0 ||
+      cmalloc(&p, bytes) != 0)
+    return 0;
+  if (fill) cmemcpy(p, fill, bytes, 1 /* cudaMemcpyHostToDevice */);
+  return p;
+}
 
 static void call(void* send, void* recv, size_t count, int nranks) {
   int n = (int)count;
@@ -32,29 +59,30 @@ static int cmp(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median over repeats of a batch's mean time (us), slowest rank. */
-static double measure(void* s, void* r, size_t count, int nranks, int repeats) {
-  double t[64];
-  call(s, r, count, nranks); /* warm-up (and the algorithm's first schedule) */
-  int iters = count * 4 >= (4u << 20) ? 2 : count * 4 >= (64u << 10) ? 5 : 20;
-  for (int k = 0; k < repeats && k < 64; ++k) {
-    PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) call(s, r, count, nranks);
-    double mine = (MPI_Wtime() - t0) / iters * 1e6, worst = 0;
-    PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t[k] = worst;
-  }
-  qsort(t, repeats, sizeof(double), cmp);
-  return t[repeats / 2];
+/* One batch's mean time per call (us), slowest rank. */
+static double batch(void* s, void* r, size_t count, int nranks) {
+  int iters = count * 4 >= (4u << 20) ? 2 : count * 4 >= (64u << 10) ? 5 : 40;
+  PMPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) call(s, r, count, nranks);
+  double mine = (MPI_Wtime() - t0) / iters * 1e6, worst = 0;
+  PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+static double median(double* t, int n) {
+  qsort(t, n, sizeof(double), cmp);
+  return t[n / 2];
 }
 
 int main(int argc, char** argv) {
   size_t min_bytes = 8, max_bytes = (size_t)1 << 28, factor = 4;
-  int repeats = 5, c;
+  int repeats = 5, c, device = 0;
   MPI_Init(&argc, &argv);
-  while ((c = getopt(argc, argv, "c:b:e:f:r:")) != -1) {
-    if (c == 'c')
+  while ((c = getopt(argc, argv, "c:m:b:e:f:r:")) != -1) {
+    if (c == 'm')
+      device = !strcmp(optarg, "device");
+    else if (c == 'c')
       coll = !strcmp(optarg, "allgather") ? 1 : !strcmp(optarg, "reduce_scatter") ? 2 : 0;
     else if (c == 'b')
       min_bytes = strtoull(optarg, 0, 10);
@@ -71,53 +99,126 @@ int main(int argc, char** argv) {
   set_algo_fn set_algo = (set_algo_fn)dlsym(RTLD_DEFAULT, "efacoll_set_algo");
   last_algo_fn last_algo = (last_algo_fn)dlsym(RTLD_DEFAULT, "efacoll_last_algorithm");
   last_pred_fn last_pred = (last_pred_fn)dlsym(RTLD_DEFAULT, "efacoll_last_predicted_us");
-  if (!set_algo || !last_algo || !last_pred) {
+  last_chunking_fn last_chunking = (last_chunking_fn)dlsym(RTLD_DEFAULT, "efacoll_last_chunking");
+  if (!set_algo || !last_algo || !last_pred || !last_chunking) {
     if (rank == 0) fprintf(stderr, "tuner_bench: libefacoll.so is not preloaded\n");
     MPI_Finalize();
     return 2;
   }
-  const char* specs[3][3] = {{"allreduce:ring", "allreduce:tree", "allreduce:rd"},
-                             {"allgather:ring", "", "allgather:rd"},
-                             {"reduce_scatter:ring", "", "reduce_scatter:rh"}};
+  /* Forced algorithms per collective; GPU buffers add the in-node protocols. */
+  const char* specs[3][5] = {{"ring", "tree", "rd", "ll", "ipc"},
+                             {"ring", "", "rd", "ll", "ipc"},
+                             {"ring", "", "rh", "ll", "ipc"}};
+  const char* names[5] = {"ring", "tree", "rd/rh", "ll", "ipc"};
+  const int nspecs = device ? 5 : 3;
   float* s = malloc(max_bytes);
   float* r = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / sizeof(float); ++i) s[i] = (float)(i % 7);
-  if (rank == 0) {
-    printf("# tuner_bench: %s, %d ranks, float sum; us = median of %d repeats, slowest rank\n",
-           coll == 0   ? "allreduce"
-           : coll == 1 ? "allgather"
-                       : "reduce_scatter",
-           nranks, repeats);
-    printf(
-        "| size (B) | ring us | tree us | rd/rh us | tuner's pick | its us | pick / best | "
-        "predicted us | model error |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+  if (device) {
+    float* ds = device_buffer(max_bytes, s);
+    float* dr = device_buffer(max_bytes, 0);
+    if (!ds || !dr) {
+      if (rank == 0) fprintf(stderr, "tuner_bench: no CUDA device buffers here\n");
+      MPI_Finalize();
+      return 2;
+    }
+    free(s);
+    free(r);
+    s = ds;
+    r = dr;
   }
-  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
+  if (rank == 0) {
+    printf(
+        "# tuner_bench: %s, %d ranks, float sum, %s buffers; us = median of %d repeats, slowest "
+        "rank\n",
+        coll == 0   ? "allreduce"
+        : coll == 1 ? "allgather"
+                    : "reduce_scatter",
+        nranks, device ? "GPU" : "host", repeats);
+    printf("| size (B) |");
+    for (int a = 0; a < nspecs; ++a) printf(" %s us (predicted) |", names[a]);
+    printf(
+        " tuner's pick | chunk x channels | pick forced / best | auto us | auto / best | "
+        "predicted us | model error |\n|---|");
+    for (int a = 0; a < nspecs; ++a) printf("---|");
+    printf("---|---|---|---|---|---|---|\n");
+  }
+  /* Every factor step from min_bytes, and max_bytes itself. */
+  for (size_t bytes = min_bytes; bytes <= max_bytes;
+       bytes = bytes < max_bytes && bytes * factor > max_bytes ? max_bytes : bytes * factor) {
     size_t count = bytes / sizeof(float);
     if (coll != 0) count -= count % nranks;
     if (count == 0) continue;
-    double t[3] = {0, 0, 0}, best = 1e300;
-    for (int a = 0; a < 3; ++a) {
+    /* Forced algorithms and then the tuner ("auto"), interleaved batch by batch so that a
+     * slow stretch of the machine falls on all of them alike. */
+    char spec[6][64];
+    const char* got[6];
+    double t[6] = {0}, pred[6] = {0}, samples[6][64], best = 1e300;
+    int na = 0, idx[6];
+    for (int a = 0; a < nspecs; ++a) {
       if (!specs[coll][a][0]) continue;
-      set_algo(specs[coll][a]);
-      t[a] = measure(s, r, count, nranks, repeats);
-      if (t[a] < best) best = t[a];
+      snprintf(spec[na], sizeof(spec[na]), "%s:%s",
+               coll == 0   ? "allreduce"
+               : coll == 1 ? "allgather"
+                           : "reduce_scatter",
+               specs[coll][a]);
+      idx[na++] = a;
     }
+    snprintf(spec[na], sizeof(spec[na]), "auto");
+    idx[na] = -1;
+    for (int a = 0; a <= na; ++a) { /* warm-up: first schedules, registrations */
+      set_algo(spec[a]);
+      call(s, r, count, nranks);
+    }
+    for (int k = 0; k < repeats && k < 64; ++k) {
+      for (int a = 0; a <= na; ++a) {
+        set_algo(spec[a]);
+        samples[a][k] = batch(s, r, count, nranks);
+        pred[a] = last_pred();
+        got[a] = last_algo();
+      }
+    }
+    double forced_t[5] = {0}, forced_pred[5] = {0};
+    int pick_forced = -1;
+    for (int a = 0; a < na; ++a) {
+      const double m = median(samples[a], repeats < 64 ? repeats : 64);
+      /* Forced ll where the call does not fit its slots runs as ipc: not a measurement of ll. */
+      if (!strcmp(specs[coll][idx[a]], "ll") && strncmp(got[a], "low-latency", 11)) continue;
+      forced_t[idx[a]] = m;
+      forced_pred[idx[a]] = pred[a];
+      if (m < best) best = m;
+      if (!strcmp(got[a], got[na])) pick_forced = idx[a];
+    }
+    const double tuned = median(samples[na], repeats < 64 ? repeats : 64);
+    const char* pick = got[na];
+    const double predicted = pred[na];
+    const double choice = pick_forced >= 0 ? forced_t[pick_forced] / best : tuned / best;
+    size_t chunk = 0;
+    int channels = 0;
     set_algo("auto");
-    double tuned = measure(s, r, count, nranks, repeats);
-    const char* pick = last_algo();
-    double predicted = last_pred();
+    call(s, r, count, nranks);
+    last_chunking(&chunk, &channels);
+    for (int a = 0; a < 5; ++a) {
+      t[a] = forced_t[a];
+      pred[a] = forced_pred[a];
+    }
     if (rank == 0) {
-      char tree[32] = "-";
-      if (t[1] > 0) snprintf(tree, sizeof(tree), "%.1f", t[1]);
-      printf("| %zu | %.1f | %s | %.1f | %s | %.1f | %.2f | %.1f | %+.0f%% |\n",
-             count * sizeof(float), t[0], tree, t[2], pick, tuned, tuned / best, predicted,
-             (predicted - tuned) / tuned * 100);
+      printf("| %zu |", count * sizeof(float));
+      for (int a = 0; a < nspecs; ++a) {
+        if (t[a] > 0)
+          printf(" %.1f (%.1f) |", t[a], pred[a]);
+        else
+          printf(" - |");
+      }
+      printf(" %s | %zu KiB x %d | %.2f | %.1f | %.2f | %.1f | %+.0f%% |\n", pick, chunk >> 10,
+             channels, choice, tuned, tuned / best, predicted, (predicted - tuned) / tuned * 100);
+      fflush(stdout);
     }
   }
-  free(s);
-  free(r);
+  if (!device) {
+    free(s);
+    free(r);
+  }
   MPI_Finalize();
   return 0;
 }

@@ -43,3 +43,11 @@ EFACOLL_EXPORT double efacoll_last_predicted_us(void) {
   State& s = state();
   return s.engine ? s.engine->last_predicted_us() : 0;
 }
+
+EFACOLL_EXPORT int efacoll_last_chunking(size_t* chunk_bytes, int* channels) {
+  State& s = state();
+  if (!s.engine) return -1;
+  if (chunk_bytes) *chunk_bytes = s.engine->last_choice().chunk_bytes;
+  if (channels) *channels = s.engine->last_choice().channels;
+  return 0;
+}

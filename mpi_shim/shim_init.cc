@@ -136,6 +136,12 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(p.text(Param::kAlgo), &config.algo));
   EFACOLL_RETURN_IF_ERROR(tune_config(p.text(Param::kTune), topo.product, &config));
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
+  config.chunk_forced = p.is_set(Param::kChunkSize);
+  if (p.integer(Param::kChannels) < 0 || p.integer(Param::kChannels) > 64) {
+    return Status(Code::kInvalid, "EFACOLL_CHANNELS=" + p.text(Param::kChannels) +
+                                      ": expected 0 (the tuner picks) to 64");
+  }
+  config.channels = static_cast<int>(p.integer(Param::kChannels));
   config.rd_max_bytes = static_cast<size_t>(p.integer(Param::kRdMaxBytes));
   config.timeout = std::chrono::milliseconds(p.integer(Param::kTimeout) * 1000);
   config.force_mr_local = p.flag(Param::kForceMrLocal);

@@ -24,6 +24,9 @@
 #   hier-tcp   the same, declared as 2 nodes of 2: hierarchical allreduce, inside each node over
 #              CUDA IPC, across nodes over tcp
 #   hier-staged-tcp  the same with EFACOLL_HIER_IPC=0: every phase over the staged fabric
+#   channels-tcp  three channels on the staged fabric, small chunks
+#   ring-nodes-tcp  4 ranks as 2 nodes of 2, the ring forced on 2 channels (rotated per node)
+#   ipc-forced-shm  IPC direct forced at every size (no low-latency protocol, no host path)
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 # Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
 # TOTAL_TIMEOUT (seconds for the whole run, default 560: steps that would start later are not
@@ -242,6 +245,9 @@ mpi_step ipc-rounds "$NP" shm EFACOLL_IPC_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH
 mpi_step np4-tcp 4 tcp --
 mpi_step hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 --
 mpi_step hier-staged-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_HIER_IPC=0 --
+mpi_step channels-tcp "$NP" tcp EFACOLL_CHANNELS=3 EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
+mpi_step ring-nodes-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_ALGO=allreduce:ring EFACOLL_CHANNELS=2 --
+mpi_step ipc-forced-shm "$NP" shm EFACOLL_ALGO=ipc --
 
 if selected cupy; then
   missing="$(need_files "$LIB" "$CUPY_SCRIPT")"
@@ -267,7 +273,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp cupy)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm cupy)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

@@ -7,7 +7,9 @@
 namespace efacoll {
 
 // kRecursive: recursive doubling (allreduce, allgather) or halving (reduce-scatter).
-enum class Algo : unsigned char { kAuto, kRing, kTree, kRecursive, kHier };
+// kLl, kIpc: GPU buffers inside one node, over CUDA IPC: the low-latency protocol (one kernel
+// pushes into the peers' memory) or IPC direct (the peers' buffers read in place).
+enum class Algo : unsigned char { kAuto, kRing, kTree, kRecursive, kHier, kLl, kIpc };
 
 // One forced algorithm per collective (kAuto: the library picks).
 struct AlgoOverrides {
@@ -18,21 +20,32 @@ struct AlgoOverrides {
 // The tuner's pick for one call.
 struct TunedChoice {
   Algo algo = Algo::kRing;
+  size_t chunk_bytes = 0;  // 0: the configured chunk
+  int channels = 1;
   double predicted_us = 0;
-  std::string explanation;  // "allreduce 4096 B on 4 ranks: rd 42.0 us < tree 60.1 us < ..."
+  // "allreduce 4096 B on 4 ranks: recursive doubling 42.0 us (512 KiB x 1) < ..."
+  std::string explanation;
 };
 
 // The tuner's cost model (src/tune/cost_model.h): NCCL's tuning tables in spirit.
 struct LinkCost {
   double alpha_us = 10;  // one step: a message's latency
-  double gbps = 10;      // bandwidth one rank sees, GB/s (= bytes per ns)
+  double gbps = 10;      // bandwidth one rank sees, GB/s (= bytes per ns), calls up to 1 MiB
+  // The same for calls of 16 MiB and more, whose data no longer stays in caches (host copies);
+  // geometric in between. 0: gbps at every size.
+  double large_gbps = 0;
 };
 
 struct CostModel {
-  LinkCost intra;               // between ranks of one node (shared memory, NVLink)
-  LinkCost inter;               // between nodes (the fabric, this rank's NICs)
-  double per_message_us = 1.0;  // posting and completing one message
-  double reduce_gbps = 5;       // local reduction
+  LinkCost intra;                // between ranks of one node (shared memory, NVLink)
+  LinkCost inter;                // between nodes (the fabric, this rank's NICs)
+  double per_message_us = 1.0;   // posting and completing one message
+  double reduce_gbps = 5;        // local reduction
+  double reduce_large_gbps = 0;  // the same for calls of 16 MiB and more (0: reduce_gbps)
+  // GPU calls inside one node (measured on 2x H200, NV18): alpha is a call's fixed cost (launch,
+  // flags, host wait); bandwidth is per byte one rank pushes (ll) or reads from peers (ipc).
+  LinkCost gpu_ll = {15.0, 190.0};
+  LinkCost gpu_ipc = {25.0, 330.0};
   std::string source = "defaults";
 };
 

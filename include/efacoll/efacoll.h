@@ -3,6 +3,8 @@
 #ifndef EFACOLL_EFACOLL_H
 #define EFACOLL_EFACOLL_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,6 +34,9 @@ int efacoll_set_algo(const char* spec);
  * time the cost model predicted for it (microseconds; 0 without a model). */
 const char* efacoll_last_algorithm(void);
 double efacoll_last_predicted_us(void);
+/* The chunk size and channel count of that collective. 0 on success, -1 when efacoll is
+ * inactive. */
+int efacoll_last_chunking(size_t* chunk_bytes, int* channels);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "efacoll/algo.h"
@@ -50,6 +51,14 @@ struct CollArgs {
 
 struct EngineConfig {
   size_t chunk_bytes = 1 << 19;
+  // The tuner keeps chunk_bytes (the shim clears this unless EFACOLL_CHUNK_SIZE is set).
+  bool chunk_forced = true;
+  // The largest chunk the tuner may pick (the engine lowers it to the transport's limit).
+  size_t max_chunk_bytes = size_t(1) << 30;
+  // Independent schedules per call, each on its share of the data and, with several NICs,
+  // its own NIC (EFACOLL_CHANNELS; 0: the tuner picks up to max_channels).
+  int channels = 0;
+  int max_channels = 8;
   // Calls of at most this many bytes use the recursive algorithms (log2 P steps) instead of the
   // ring.
   size_t rd_max_bytes = 65536;
@@ -118,6 +127,7 @@ class Engine {
   // The algorithm of the last collective that ran a schedule, and the model's prediction for it.
   const char* last_algorithm() const { return last_algorithm_; }
   double last_predicted_us() const { return last_choice_.predicted_us; }
+  const TunedChoice& last_choice() const { return last_choice_; }
 
  private:
   friend class Comm;
@@ -163,6 +173,8 @@ class Comm {
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
+  bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);
+  Algo node_protocol(const CollArgs& a, Algo forced, bool ll_possible);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc
@@ -203,6 +215,7 @@ class Comm {
   std::unique_ptr<IpcState> ipc_;
   std::unique_ptr<HierState> hier_;
   CostModel model_;  // the engine's, or this communicator's own measurement (EFACOLL_TUNE)
+  std::unordered_map<uint64_t, TunedChoice> tuned_;  // the tuner's picks per call shape
 };
 
 }  // namespace efacoll

@@ -21,7 +21,12 @@
     "At MPI_Finalize, rank 0 prints a table per collective: calls run by efacoll, calls passed "  \
     "to MPI with the reasons, bytes and time.")                                                   \
   X(kChunkSize, "EFACOLL_CHUNK_SIZE", kBytes, "524288",                                           \
-    "Pipelining unit: each ring block moves in chunks of at most this many bytes.")               \
+    "Pipelining unit: each block moves in chunks of at most this many bytes. Unset, the tuner "   \
+    "picks it per call (16 KiB to 4 MiB); set, it is used as given.")                             \
+  X(kChannels, "EFACOLL_CHANNELS", kInteger, "0",                                                 \
+    "Independent rings/trees per call, each on its share of the data, its own chunk stream "      \
+    "and (as many channels as NICs) its own NIC; across nodes each channel's ring crosses from "  \
+    "a different GPU. 0: the tuner picks 1 to 8.")                                                \
   X(kTimeout, "EFACOLL_TIMEOUT", kSeconds, "300",                                                 \
     "A collective whose peers do not answer within this many seconds fails with an error "        \
     "naming the step and the silent ranks.")                                                      \
@@ -40,10 +45,10 @@
     "Between collectives a thread progresses the provider this often (microseconds; 0: off): "    \
     "manual-progress providers (udp, EFA on libfabric < 2.1) need it for peers still finishing.") \
   X(kNic, "EFACOLL_NIC", kText, "auto",                                                           \
-    "The libfabric domains (NICs) efacoll's endpoints open. auto: the EFAs nearest to this "     \
-    "rank's GPU (its current CUDA device, else local rank modulo the node's GPUs), divided "     \
+    "The libfabric domains (NICs) efacoll's endpoints open. auto: the EFAs nearest to this "      \
+    "rank's GPU (its current CUDA device, else local rank modulo the node's GPUs), divided "      \
     "among the ranks on that GPU; with several, messages are striped over them by tag. Or names " \
-    "separated by commas (e.g. rdmap79s0-rdm, or tcp's eth0,lo). Without EFA: the provider's "   \
+    "separated by commas (e.g. rdmap79s0-rdm, or tcp's eth0,lo). Without EFA: the provider's "    \
     "first domain.")                                                                              \
   X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                 \
     "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "   \
@@ -51,46 +56,46 @@
   X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
     "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
     "are sent.")                                                                                  \
-  X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                               \
-    "GPU calls moving at most this many bytes (send + receive) run on pinned host copies "       \
-    "instead of the staged GPU pipeline: lower latency for small messages.")                     \
+  X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                                \
+    "GPU calls moving at most this many bytes (send + receive) run on pinned host copies "        \
+    "instead of the staged GPU pipeline: lower latency for small messages.")                      \
   X(kTopoDumpFile, "EFACOLL_TOPO_DUMP_FILE", kText, "",                                           \
-    "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "   \
-    "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                     \
+    "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "     \
+    "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                       \
   X(kIpcChunkSize, "EFACOLL_IPC_CHUNK_SIZE", kBytes, "32M",                                       \
-    "Inside one node GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of " \
-    "this size; each rank holds a device workspace of twice this. 0: never through IPC.")      \
-  X(kIpcDirect, "EFACOLL_IPC_DIRECT", kBool, "1",                                                \
-    "Inside one node, read and write the peers' own GPU buffers (each allocation mapped once) "  \
+    "Inside one node GPU data moves through CUDA IPC (NVLink or PCIe peer access) in rounds of "  \
+    "this size; each rank holds a device workspace of twice this. 0: never through IPC.")         \
+  X(kIpcDirect, "EFACOLL_IPC_DIRECT", kBool, "1",                                                 \
+    "Inside one node, read and write the peers' own GPU buffers (each allocation mapped once) "   \
     "instead of rounds through a workspace.")                                                     \
-  X(kIpcLlMax, "EFACOLL_IPC_LL_MAX", kBytes, "2M",                                               \
-    "Inside one node, GPU calls in which each rank pushes at most this many bytes to its peers " \
+  X(kIpcLlMax, "EFACOLL_IPC_LL_MAX", kBytes, "2M",                                                \
+    "Inside one node, GPU calls in which each rank pushes at most this many bytes to its peers "  \
     "(together: (ranks-1) x the vector for allreduce, (ranks-1) x a block otherwise) use the "    \
     "low-latency protocol: one kernel pushes the data into the peers' memory and waits on flags " \
-    "there, with no host barrier. Each rank's workspace grows by about twice this. 0: off.")     \
-  X(kIpcLlSeqStart, "EFACOLL_IPC_LL_SEQ_START", kInteger, "0",                                  \
-    "Testing: the low-latency protocol's sequence number before a communicator's first call. "   \
-    "4294967290 crosses the wrap of its 32-bit packed flags within a few calls.")               \
-  X(kNodeSize, "EFACOLL_NODE_SIZE", kInteger, "0",                                               \
-    "Declare nodes of this many consecutive world ranks (0: nodes are host names). Lets one "  \
-    "machine run the hierarchical (multi-node) algorithms, e.g. 4 ranks as 2 nodes of 2.")     \
-  X(kHierIpc, "EFACOLL_HIER_IPC", kBool, "1",                                                    \
-    "Across nodes, GPU allreduce reduce-scatters and allgathers inside each node over CUDA IPC " \
-    "and crosses nodes on each rank's slice only. 0: every phase goes through the fabric.")      \
+    "there, with no host barrier. Each rank's workspace grows by about twice this. 0: off.")      \
+  X(kIpcLlSeqStart, "EFACOLL_IPC_LL_SEQ_START", kInteger, "0",                                    \
+    "Testing: the low-latency protocol's sequence number before a communicator's first call. "    \
+    "4294967290 crosses the wrap of its 32-bit packed flags within a few calls.")                 \
+  X(kNodeSize, "EFACOLL_NODE_SIZE", kInteger, "0",                                                \
+    "Declare nodes of this many consecutive world ranks (0: nodes are host names). Lets one "     \
+    "machine run the hierarchical (multi-node) algorithms, e.g. 4 ranks as 2 nodes of 2.")        \
+  X(kHierIpc, "EFACOLL_HIER_IPC", kBool, "1",                                                     \
+    "Across nodes, GPU allreduce reduce-scatters and allgathers inside each node over CUDA IPC "  \
+    "and crosses nodes on each rank's slice only. 0: every phase goes through the fabric.")       \
   X(kRdMaxBytes, "EFACOLL_RD_MAX_BYTES", kBytes, "65536",                                         \
     "Calls of at most this many bytes use the recursive algorithms (log2 P steps: doubling for "  \
-    "allreduce and allgather, halving for reduce-scatter) instead of the ring (P-1 steps).")     \
-  X(kAlgo, "EFACOLL_ALGO", kText, "auto",                                                          \
+    "allreduce and allgather, halving for reduce-scatter) instead of the ring (P-1 steps).")      \
+  X(kAlgo, "EFACOLL_ALGO", kText, "auto",                                                         \
     "Force an algorithm: ring, tree (allreduce), rd / rh (recursive doubling / halving), hier "   \
     "(allreduce across nodes), for every collective it exists for, or per collective: "           \
-    "allreduce:tree,allgather:rd,reduce_scatter:ring. auto: chosen per call.")                   \
+    "allreduce:tree,allgather:rd,reduce_scatter:ring. auto: chosen per call.")                    \
   X(kTune, "EFACOLL_TUNE", kText, "auto",                                                         \
-    "Where the cost model's parameters come from: auto (p4d or p5 defaults on those instances, " \
-    "local defaults elsewhere), calibrate (each communicator measures its links at creation), "  \
-    "p4d, p5, local, file:PATH (key = value lines: intra_alpha_us, "   \
-    "intra_gbps, inter_alpha_us, inter_gbps, per_message_us, reduce_gbps), or off (no model: "   \
+    "Where the cost model's parameters come from: auto (p4d or p5 defaults on those instances, "  \
+    "local defaults elsewhere), calibrate (each communicator measures its links at creation), "   \
+    "p4d, p5, local, file:PATH (key = value lines: intra_alpha_us, "                              \
+    "intra_gbps, inter_alpha_us, inter_gbps, per_message_us, reduce_gbps), or off (no model: "    \
     "recursive algorithms up to EFACOLL_RD_MAX_BYTES, the ring above). EFACOLL_DEBUG=TRACE "      \
-    "with SUBSYS TUNE explains each choice.")                                                      \
+    "with SUBSYS TUNE explains each choice.")                                                     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

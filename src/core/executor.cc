@@ -34,6 +34,7 @@ struct OpSlot : Completion {
   Executor* executor = nullptr;
   uint32_t index = 0;
   bool posted = false;
+  bool network = false, is_recv = false;
 };
 
 class Executor {
@@ -63,8 +64,12 @@ class Executor {
   std::unique_ptr<OpSlot[]> slots_;
   // Lowest index first: schedules list earlier steps first, so receives are posted in order.
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready_;
+  std::vector<uint32_t> deferred_;
   size_t done_ = 0;
   size_t in_flight_ = 0;
+  // Sends and receives in flight, each bounded by ctx_.max_posted. Separately: receives that
+  // fill the queue must never keep out the sends that peers' receives wait for.
+  size_t posted_[2] = {0, 0};
   Status error_;
 };
 
@@ -100,6 +105,7 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
   auto* slot = static_cast<OpSlot*>(c);
   slot->posted = false;
   slot->executor->in_flight_--;
+  if (slot->network) slot->executor->posted_[slot->is_recv]--;
   slot->executor->finish(slot->index, status, bytes);
 }
 
@@ -174,12 +180,20 @@ Status Executor::start(uint32_t index) {
   slot.executor = this;
   slot.index = index;
   // Counted before issuing: a local operation may complete inside issue().
+  const OpKind kind = s_.ops[index].kind;
+  slot.network = kind == OpKind::kSend || kind == OpKind::kRecv;
+  slot.is_recv = kind == OpKind::kRecv;
+  // The provider's queue is full of ours: wait for completions, lowest index first.
+  if (slot.network && posted_[slot.is_recv] >= ctx_.max_posted)
+    return Status(Code::kAgain, "queue full");
   slot.posted = true;
   ++in_flight_;
+  if (slot.network) ++posted_[slot.is_recv];
   Status st = issue(s_.ops[index], &slot);
   if (!st.is_ok()) {
     slot.posted = false;
     --in_flight_;
+    if (slot.network) --posted_[slot.is_recv];
   }
   return st;
 }
@@ -234,18 +248,22 @@ Status Executor::run() {
   auto last_progress = std::chrono::steady_clock::now();
   while (done_ < s_.ops.size()) {
     bool moved = false;
+    // Operations a full queue turned away: retried after progress. Later ones still start
+    // (a local reduction, or a send while receives fill their queue).
+    deferred_.clear();
     while (!ready_.empty() && error_.is_ok()) {
       // Popped first: an operation that completes at once pushes its successors.
       uint32_t index = ready_.top();
       ready_.pop();
       Status st = start(index);
-      if (st.code() == Code::kAgain) {  // queue full: progress first
-        ready_.push(index);
-        break;
+      if (st.code() == Code::kAgain) {
+        deferred_.push_back(index);
+        continue;
       }
       if (!st.is_ok()) error_ = st;
       moved = true;
     }
+    for (uint32_t index : deferred_) ready_.push(index);
     int completed = 0, local_completed = 0;
     Status st = ctx_.transport->progress(&completed);
     if (!st.is_ok() && error_.is_ok()) error_ = st;

@@ -38,7 +38,8 @@ struct ExecContext {
   ROp op = ROp::kSum;
   // Fails when no operation completes for this long.
   std::chrono::milliseconds timeout{300000};
-  std::string what;  // "allreduce on communicator 3", for error messages
+  size_t max_posted = SIZE_MAX;  // sends and receives in flight at once (TransportInfo)
+  std::string what;              // "allreduce on communicator 3", for error messages
 };
 
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);

@@ -2,8 +2,10 @@
 // buffers' GPU), stage GPU data through pinned host slots when the provider cannot touch GPU
 // memory, register what the provider wants registered, and run the schedule.
 #include <algorithm>
+#include <unordered_map>
 
 #include "coll/builders.h"
+#include "coll/channels.h"
 #include "coll/hier_allreduce.h"
 #include "common/log.h"
 #include "core/executor.h"
@@ -64,9 +66,35 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-// The algorithm for the call (forced by EFACOLL_ALGO, or chosen), built into a schedule.
-Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
-             const CostModel& model, Schedule* schedule, TunedChoice* chosen) {
+// The algorithm, chunk size and channel count for a call: forced, or the cost model's pick
+// (remembered per call shape: weighing every candidate costs microseconds).
+TunedChoice choose(const AlgoInputs& in, const EngineConfig& config, const CostModel& model,
+                   std::unordered_map<uint64_t, TunedChoice>* tuned) {
+  if (!config.tune) {
+    TunedChoice c;
+    c.algo = choose_algo(in, config.algo);
+    c.chunk_bytes = in.chunk_bytes;
+    c.channels =
+        channels_apply(in.kind, c.algo == Algo::kRing, in.inplace) ? std::max(1, in.channels) : 1;
+    return c;
+  }
+  if (log_enabled(LogLevel::kTrace, kTune)) {
+    TunedChoice c = tune_algo(model, in, config.algo, true);
+    EFACOLL_TRACE(kTune, "%s", c.explanation.c_str());
+    return c;
+  }
+  // The forced algorithm is part of the key: efacoll_set_algo may change it between calls.
+  const uint64_t key = (static_cast<uint64_t>(in.bytes) << 6) |
+                       (static_cast<uint64_t>(config.algo.for_kind(in.kind)) << 3) |
+                       (static_cast<uint64_t>(in.kind) << 1) | (in.inplace ? 1 : 0);
+  auto it = tuned->find(key);
+  if (it != tuned->end()) return it->second;
+  if (tuned->size() >= 4096) tuned->clear();
+  return (*tuned)[key] = tune_algo(model, in, config.algo, false);
+}
+
+AlgoInputs algo_inputs(CollKind kind, const RingArgs& ring, int hier_per_node,
+                       const EngineConfig& config) {
   AlgoInputs in;
   in.kind = kind;
   for (size_t c : ring.block_counts) in.bytes += c * ring.elem_size;
@@ -74,44 +102,57 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfi
   in.ranks_per_node = hier_per_node;
   in.small_bytes = config.rd_max_bytes;
   in.chunk_bytes = ring.chunk_bytes;
-  Algo algo;
-  if (config.tune) {
-    *chosen = tune_algo(model, in, config.algo, log_enabled(LogLevel::kTrace, kTune));
-    EFACOLL_TRACE(kTune, "%s", chosen->explanation.c_str());
-    algo = chosen->algo;
-  } else {
-    algo = choose_algo(in, config.algo);
-    *chosen = TunedChoice();
-    chosen->algo = algo;
-  }
-  if (algo == Algo::kRecursive && kind == CollKind::kAllreduce) {
-    return build_rd_allreduce(ring, schedule);  // whole-vector messages: no chunk count limit
-  }
-  // More chunks than a tag can number: grow the chunk until they fit.
-  for (;;) {
-    Status st;
+  in.chunk_forced = config.chunk_forced;
+  in.max_chunk_bytes = config.max_chunk_bytes;
+  in.channels = config.channels;
+  in.max_channels = config.max_channels;
+  in.inplace = ring.inplace;
+  return in;
+}
+
+// The call's schedule with the chosen algorithm on the chosen channels.
+Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
+             const CostModel& model, std::unordered_map<uint64_t, TunedChoice>* tuned,
+             Schedule* schedule, TunedChoice* chosen) {
+  *chosen = choose(algo_inputs(kind, ring, hier_per_node, config), config, model, tuned);
+  const Algo algo = chosen->algo;
+  if (chosen->chunk_bytes) ring.chunk_bytes = chosen->chunk_bytes;
+  ChannelArgs ca;
+  ca.kind = kind;
+  ca.channels = chosen->channels;
+  ca.ranks_per_node = hier_per_node;
+  ca.rotate_ring = algo == Algo::kRing;
+  ChannelBuilder one = [&](const RingArgs& sub, Schedule* s) -> Status {
     if (algo == Algo::kHier) {
       HierArgs h;
-      h.rank = ring.rank;
-      h.nranks = ring.nranks;
+      h.rank = sub.rank;
+      h.nranks = sub.nranks;
       h.ranks_per_node = hier_per_node;
-      for (size_t c : ring.block_counts) h.count += c;
-      h.elem_size = ring.elem_size;
-      h.inplace = ring.inplace;
-      h.chunk_bytes = ring.chunk_bytes;
-      st = build_hier_allreduce(h, schedule);
-    } else if (algo == Algo::kTree) {
-      RingArgs tree = ring;
-      tree.chunk_bytes = tree_chunk_bytes(in.bytes, ring.chunk_bytes);
-      st = build_tree_allreduce(tree, schedule);
-    } else if (algo == Algo::kRecursive) {
-      st = kind == CollKind::kAllgather ? build_rd_allgather(ring, schedule)
-                                        : build_rh_reduce_scatter(ring, schedule);
-    } else {
-      st = kind == CollKind::kAllreduce   ? build_ring_allreduce(ring, schedule)
-           : kind == CollKind::kAllgather ? build_ring_allgather(ring, schedule)
-                                          : build_ring_reduce_scatter(ring, schedule);
+      for (size_t c : sub.block_counts) h.count += c;
+      h.elem_size = sub.elem_size;
+      h.inplace = sub.inplace;
+      h.chunk_bytes = sub.chunk_bytes;
+      return build_hier_allreduce(h, s);
     }
+    if (algo == Algo::kTree) {
+      RingArgs tree = sub;
+      size_t bytes = 0;
+      for (size_t c : sub.block_counts) bytes += c * sub.elem_size;
+      tree.chunk_bytes = tree_chunk_bytes(bytes, sub.chunk_bytes);
+      return build_tree_allreduce(tree, s);
+    }
+    if (algo == Algo::kRecursive) {
+      return kind == CollKind::kAllreduce   ? build_rd_allreduce(sub, s)
+             : kind == CollKind::kAllgather ? build_rd_allgather(sub, s)
+                                            : build_rh_reduce_scatter(sub, s);
+    }
+    return kind == CollKind::kAllreduce   ? build_ring_allreduce(sub, s)
+           : kind == CollKind::kAllgather ? build_ring_allgather(sub, s)
+                                          : build_ring_reduce_scatter(sub, s);
+  };
+  // More chunks than a tag can number: grow the chunk until they fit.
+  for (;;) {
+    Status st = build_channels(ca, ring, one, schedule);
     if (st.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) return st;
     ring.chunk_bytes *= 2;
   }
@@ -186,7 +227,7 @@ Status Comm::run_locked(const CollArgs& args) {
   Schedule schedule;
   if (!gpu) {
     EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, hier_per_node_, engine_->config_, model_,
-                                  &schedule, &engine_->last_choice_));
+                                  &tuned_, &schedule, &engine_->last_choice_));
     engine_->last_algorithm_ = schedule.algorithm;
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
@@ -194,12 +235,17 @@ Status Comm::run_locked(const CollArgs& args) {
   GpuRuntime* rt = engine_->gpu_.get();
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
-  // Peer to peer inside the node when every member is here and can reach the others' GPUs.
-  // ipc_usable() is collective at its first call: every rank reaches it on the same call.
-  const bool ipc = one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0;
+  // Peer to peer inside the node when every member is here and can reach the others' GPUs,
+  // unless a fabric algorithm is forced (benchmarks compare them). ipc_usable() is collective
+  // at its first call: every rank reaches it on the same call.
+  const Algo forced = engine_->config_.algo.for_kind(args.kind);
+  const bool ipc =
+      one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && !fabric_algo(forced);
   LlCall ll_call;
-  const bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
-  if (!ll && plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
+  bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
+  if (ipc && ipc_usable(args.device)) ll = node_protocol(args, forced, ll) == Algo::kLl;
+  if (!ll && forced != Algo::kIpc &&
+      plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
     return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
   }
   // Host buffers in a GPU call are replaced by device copies (in and out).
@@ -225,16 +271,54 @@ Status Comm::run_locked(const CollArgs& args) {
   } else if (ipc && ipc_usable(args.device)) {
     st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
-             hier_gpu_usable(args.device)) {
+             hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);
   } else {
     EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, engine_->config_, model_,
-                                  &schedule, &engine_->last_choice_));
+                                  &tuned_, &schedule, &engine_->last_choice_));
     engine_->last_algorithm_ = schedule.algorithm;
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
   if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
   return st;
+}
+
+// Inside one node: the low-latency protocol where it can run and is forced or predicted faster
+// than IPC direct; else IPC direct. Recorded as the call's choice.
+Algo Comm::node_protocol(const CollArgs& a, Algo forced, bool ll_possible) {
+  CostInputs in;
+  in.kind = a.kind;
+  in.nranks = size_;
+  const size_t esize = dtype_size(a.dtype);
+  if (a.kind == CollKind::kReduceScatter) {
+    for (int r = 0; r < size_; ++r) in.bytes += a.recvcounts[r] * esize;
+  } else {
+    in.bytes = a.count * esize * (a.kind == CollKind::kAllgather ? size_ : 1);
+  }
+  const double ll_us = predict_node_us(model_, Algo::kLl, in),
+               ipc_us = predict_node_us(model_, Algo::kIpc, in);
+  Algo pick = Algo::kIpc;
+  if (ll_possible && forced != Algo::kIpc && (forced == Algo::kLl || ll_us <= ipc_us))
+    pick = Algo::kLl;
+  TunedChoice& c = engine_->last_choice_;
+  c = TunedChoice();
+  c.algo = pick;
+  c.predicted_us = pick == Algo::kLl ? ll_us : ipc_us;
+  engine_->last_algorithm_ = pick == Algo::kLl ? "low-latency (IPC)" : "IPC direct";
+  EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
+                coll_name(a.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
+                ipc_us);
+  return pick;
+}
+
+// Allreduce across nodes runs hierarchically unless the tuner (or EFACOLL_ALGO) prefers a flat
+// algorithm, such as the ring whose channels cross from every GPU at large sizes. Allgather
+// and reduce-scatter have no flat rival that keeps NVLink inside the node: always.
+bool Comm::hier_gpu_chosen(const CollArgs& a, const RingArgs& ring) {
+  if (a.kind != CollKind::kAllreduce) return true;
+  const EngineConfig& config = engine_->config_;
+  return choose(algo_inputs(a.kind, ring, hier_per_node_, config), config, model_, &tuned_).algo ==
+         Algo::kHier;
 }
 
 // Copies in (synchronously, after the caller's work on the legacy default stream), runs the
@@ -263,7 +347,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, model_,
+  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, model_, &tuned_,
                                 &schedule, &engine_->last_choice_));
   engine_->last_algorithm_ = schedule.algorithm;
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));

@@ -2,7 +2,9 @@
 // transport it will use, with timed ring allgathers of host memory (collective, a few
 // milliseconds): small ones give the latency per step, large ones in one message per step the
 // bandwidth, the same in many messages the cost of a message; a local reduction gives the
-// reduction rate. Every member then takes rank 0's figures, so that all choose alike.
+// reduction rate. Calls of 16 MiB and more are measured apart: host copies of data that no
+// longer fits in caches move at a fraction of the small calls' rate. Every member then takes
+// rank 0's figures, so that all choose alike.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -33,42 +35,51 @@ Status median_us(int reps, Fn&& fn, double* out) {
 Status Comm::calibrate() {
   if (size_ < 2) return Status::ok();
   constexpr size_t kSmall = 8, kLarge = 256 << 10, kPiece = 16 << 10;
-  std::vector<uint8_t> in(kLarge, 1), out(kLarge * size_);
+  // Pieces whose allgather result is 16 MiB or more: a large call's working set.
+  const size_t huge = std::max<size_t>(kLarge, (size_t(16) << 20) / size_);
+  std::vector<uint8_t> in(huge, 1), out(huge * size_);
   auto gather = [&](size_t bytes, size_t chunk) {
     return [&, bytes, chunk] { return host_allgather(in.data(), bytes, out.data(), chunk); };
   };
-  double small = 0, large = 0, pieces = 0, reduce = 0;
+  double small = 0, large = 0, pieces = 0, reduce = 0, huge_us = 0, huge_reduce = 0;
   EFACOLL_RETURN_IF_ERROR(median_us(2, gather(kSmall, kLarge), &small));  // warm-up
   EFACOLL_RETURN_IF_ERROR(median_us(15, gather(kSmall, kLarge), &small));
   EFACOLL_RETURN_IF_ERROR(median_us(5, gather(kLarge, kLarge), &large));
   EFACOLL_RETURN_IF_ERROR(median_us(5, gather(kLarge, kPiece), &pieces));
-  std::vector<float> a(kLarge / sizeof(float), 1.f), b(a.size(), 2.f);
-  EFACOLL_RETURN_IF_ERROR(median_us(
-      5,
-      [&] {
-        return host_reduce(a.data(), a.data(), b.data(), a.size(), DType::kFloat32, ROp::kSum);
-      },
-      &reduce));
+  EFACOLL_RETURN_IF_ERROR(
+      median_us(3, gather(huge, std::min(huge, engine_->config_.max_chunk_bytes)), &huge_us));
+  std::vector<float> a(huge * size_ / sizeof(float), 1.f), b(a.size(), 2.f);
+  auto reduce_of = [&](size_t count) {
+    return [&, count] {
+      return host_reduce(a.data(), a.data(), b.data(), count, DType::kFloat32, ROp::kSum);
+    };
+  };
+  EFACOLL_RETURN_IF_ERROR(median_us(5, reduce_of(kLarge / sizeof(float)), &reduce));
+  EFACOLL_RETURN_IF_ERROR(median_us(3, reduce_of(a.size()), &huge_reduce));
 
   const double steps = size_ - 1;
   struct Figures {
-    double alpha_us, gbps, per_message_us, reduce_gbps;
+    double alpha_us, gbps, large_gbps, per_message_us, reduce_gbps, reduce_large_gbps;
   } mine;
   mine.alpha_us = std::max(0.1, small / steps);
   mine.gbps = steps * kLarge / std::max(1.0, large - small) / 1e3;
   mine.per_message_us = std::max(0.01, (pieces - large) / (steps * (kLarge / kPiece - 1)));
   mine.reduce_gbps = kLarge / std::max(0.01, reduce) / 1e3;
+  mine.large_gbps = steps * huge / std::max(1.0, huge_us - small) / 1e3;
+  mine.reduce_large_gbps = a.size() * sizeof(float) / std::max(0.01, huge_reduce) / 1e3;
   std::vector<Figures> all(size_);
   EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), all.data()));
   const Figures& f = all[0];
-  model_.intra = model_.inter = {f.alpha_us, f.gbps};
+  model_.intra = model_.inter = {f.alpha_us, f.gbps, f.large_gbps};
   model_.per_message_us = f.per_message_us;
   model_.reduce_gbps = f.reduce_gbps;
+  model_.reduce_large_gbps = f.reduce_large_gbps;
   model_.source = "calibrated";
   EFACOLL_INFO(kTune,
-               "communicator %u calibrated: %.1f us a step, %.2f GB/s, %.2f us a message, "
-               "reductions %.2f GB/s",
-               id_, f.alpha_us, f.gbps, f.per_message_us, f.reduce_gbps);
+               "communicator %u calibrated: %.1f us a step, %.2f GB/s (%.2f from 16 MiB), %.2f us "
+               "a message, reductions %.2f GB/s (%.2f from 16 MiB)",
+               id_, f.alpha_us, f.gbps, f.large_gbps, f.per_message_us, f.reduce_gbps,
+               f.reduce_large_gbps);
   return Status::ok();
 }
 

@@ -87,6 +87,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.dtype = args.dtype;
   ctx.op = args.op;
   ctx.timeout = engine_->config_.timeout;
+  ctx.max_posted = engine_->transport_->info().max_posted;
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
              " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
              std::to_string(size_) + ")";

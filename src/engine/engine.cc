@@ -21,6 +21,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
 Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
                std::unique_ptr<GpuRuntime> gpu)
     : transport_(std::move(transport)), config_(config), gpu_(std::move(gpu)) {
+  config_.max_chunk_bytes = std::min(config_.max_chunk_bytes, transport_->info().max_msg_size);
   const TransportInfo& ti = transport_->info();
   // FI_MR_HMEM: device memory is always registered, even for local use.
   if (ti.needs_registration() || config_.force_mr_local || (ti.hmem && gpu_)) {

@@ -9,6 +9,7 @@ namespace efacoll {
 constexpr int kCommIdBits = 12;
 constexpr uint32_t kMaxCommIds = 1u << kCommIdBits;
 constexpr uint32_t kMaxRanksInTag = 1u << 20;
+constexpr uint64_t kMaxMsgIdInTag = (1u << 20) - 1;  // the low bits: the message id
 
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id) {
   return (static_cast<uint64_t>(comm_id & 0xfff) << 52) |

@@ -38,6 +38,9 @@ struct TransportInfo {
   bool needs_local_mr = false;
   size_t inject_size = 0;
   size_t max_msg_size = SIZE_MAX;
+  // Sends and receives one endpoint may have posted at once (the provider's queue sizes, halved:
+  // a one-sided receive also posts its clear-to-send). More fail with ENOMEM on some providers.
+  size_t max_posted = SIZE_MAX;
   // One-sided protocol: messages of at least rdma_threshold bytes are written into the
   // receiver's registered buffer (every buffer then needs a registration).
   bool rdma = false;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "coll/channels.h"
 #include "tune/cost_model.h"
 
 namespace efacoll {
@@ -20,6 +21,10 @@ const char* algo_name(Algo a, CollKind kind) {
       return kind == CollKind::kReduceScatter ? "recursive halving" : "recursive doubling";
     case Algo::kHier:
       return "hierarchical";
+    case Algo::kLl:
+      return "low-latency (IPC)";
+    case Algo::kIpc:
+      return "IPC direct";
   }
   return "?";
 }
@@ -30,10 +35,15 @@ bool algo_applies(Algo a, CollKind kind, bool multi_node) {
       return kind == CollKind::kAllreduce;
     case Algo::kHier:
       return kind == CollKind::kAllreduce && multi_node;
+    case Algo::kLl:
+    case Algo::kIpc:
+      return !multi_node;
     default:
       return true;
   }
 }
+
+bool fabric_algo(Algo a) { return a != Algo::kAuto && a != Algo::kLl && a != Algo::kIpc; }
 
 Algo AlgoOverrides::for_kind(CollKind kind) const {
   return kind == CollKind::kAllreduce   ? allreduce
@@ -54,6 +64,10 @@ bool parse_name(const std::string& name, Algo* out) {
     *out = Algo::kRecursive;
   else if (name == "hier")
     *out = Algo::kHier;
+  else if (name == "ll")
+    *out = Algo::kLl;
+  else if (name == "ipc")
+    *out = Algo::kIpc;
   else
     return false;
   return true;
@@ -72,13 +86,14 @@ Status parse_algo_overrides(const std::string& text, AlgoOverrides* out) {
     Algo a;
     if (colon == std::string::npos) {
       if (!parse_name(item, &a)) {
-        return Status(Code::kInvalid,
-                      bad + "unknown algorithm '" + item + "' (auto, ring, tree, rd, rh, hier)");
+        return Status(Code::kInvalid, bad + "unknown algorithm '" + item +
+                                          "' (auto, ring, tree, rd, rh, hier, ll, ipc)");
       }
       // One name for all: each collective takes it where it applies.
       o.allreduce = a;
-      o.allgather = algo_applies(a, CollKind::kAllgather, true) ? a : Algo::kAuto;
-      o.reduce_scatter = algo_applies(a, CollKind::kReduceScatter, true) ? a : Algo::kAuto;
+      const bool any_scale = !fabric_algo(a);  // ll and ipc: inside one node
+      o.allgather = algo_applies(a, CollKind::kAllgather, !any_scale) ? a : Algo::kAuto;
+      o.reduce_scatter = algo_applies(a, CollKind::kReduceScatter, !any_scale) ? a : Algo::kAuto;
     } else {
       const std::string coll = item.substr(0, colon), name = item.substr(colon + 1);
       if (!parse_name(name, &a)) {
@@ -95,7 +110,7 @@ Status parse_algo_overrides(const std::string& text, AlgoOverrides* out) {
         return Status(Code::kInvalid, bad + "unknown collective '" + coll +
                                           "' (allreduce, allgather, reduce_scatter)");
       }
-      if (!algo_applies(a, kind, true)) {
+      if (!algo_applies(a, kind, fabric_algo(a))) {
         return Status(Code::kInvalid, bad + name + " does not exist for " + coll);
       }
       *slot = a;
@@ -110,32 +125,93 @@ Status parse_algo_overrides(const std::string& text, AlgoOverrides* out) {
 Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced) {
   const bool multi_node = in.ranks_per_node > 0;
   const Algo f = forced.for_kind(in.kind);
-  if (f != Algo::kAuto && algo_applies(f, in.kind, multi_node)) return f;
+  if (fabric_algo(f) && algo_applies(f, in.kind, multi_node)) return f;
   if (in.kind == CollKind::kAllreduce && multi_node) return Algo::kHier;
   if (in.bytes <= in.small_bytes) return Algo::kRecursive;
   return Algo::kRing;
 }
 
-TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
-                      bool explain) {
-  const bool multi_node = in.ranks_per_node > 0;
+namespace {
+
+struct Candidate {
+  double us;
+  Algo algo;
+  size_t chunk;
+  int channels;
+};
+
+// The chunk sizes and channel counts the tuner weighs (one value where the user forced it).
+std::vector<size_t> chunk_options(const AlgoInputs& in) {
+  if (in.chunk_forced) return {std::min(in.chunk_bytes, in.max_chunk_bytes)};
+  std::vector<size_t> out;
+  for (size_t c = size_t(4) << 20; c >= (size_t(16) << 10); c /= 4) {
+    if (c <= in.max_chunk_bytes) out.push_back(c);
+  }
+  if (out.empty()) out.push_back(in.max_chunk_bytes);
+  return out;
+}
+
+std::vector<int> channel_options(const AlgoInputs& in, Algo a) {
+  if (!channels_apply(in.kind, a == Algo::kRing, in.inplace)) return {1};
+  if (in.channels > 0) return {in.channels};
+  std::vector<int> out;
+  for (int c = 1; c <= std::max(1, in.max_channels); c *= 2) out.push_back(c);
+  return out;
+}
+
+// Fastest (chunk, channels) for one algorithm: ties keep the larger chunk and fewer channels.
+Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
   CostInputs ci;
   ci.kind = in.kind;
   ci.bytes = in.bytes;
   ci.nranks = in.nranks;
   ci.ranks_per_node = in.ranks_per_node;
-  ci.chunk_bytes = in.chunk_bytes;
-  std::vector<std::pair<double, Algo>> ranked;
-  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive, Algo::kHier}) {
-    if (algo_applies(a, in.kind, multi_node)) ranked.push_back({predict_us(model, a, ci), a});
+  Candidate best{0, a, 0, 1};
+  bool first = true;
+  for (int channels : channel_options(in, a)) {
+    for (size_t chunk : chunk_options(in)) {
+      ci.chunk_bytes = chunk;
+      ci.channels = channels;
+      const double us = predict_us(model, a, ci);
+      if (first || us < best.us * (1 - 1e-9)) best = {us, a, chunk, channels};
+      first = false;
+    }
   }
-  std::stable_sort(ranked.begin(), ranked.end());
+  return best;
+}
+
+std::string size_text(size_t bytes) {
+  char out[32];
+  if (bytes >= (size_t(1) << 20) && bytes % (size_t(1) << 20) == 0)
+    std::snprintf(out, sizeof(out), "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(out, sizeof(out), "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(out, sizeof(out), "%zu B", bytes);
+  return out;
+}
+
+}  // namespace
+
+TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
+                      bool explain) {
+  const bool multi_node = in.ranks_per_node > 0;
+  std::vector<Candidate> ranked;
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive, Algo::kHier}) {
+    if (algo_applies(a, in.kind, multi_node)) ranked.push_back(best_for(model, a, in));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.us < y.us; });
   TunedChoice c;
   const Algo f = forced.for_kind(in.kind);
-  const bool use_forced = f != Algo::kAuto && algo_applies(f, in.kind, multi_node);
-  c.algo = use_forced ? f : ranked.front().second;
-  for (const auto& [us, a] : ranked) {
-    if (a == c.algo) c.predicted_us = us;
+  const bool use_forced = fabric_algo(f) && algo_applies(f, in.kind, multi_node);
+  const Algo pick = use_forced ? f : ranked.front().algo;
+  for (const Candidate& k : ranked) {
+    if (k.algo != pick) continue;
+    c.algo = k.algo;
+    c.predicted_us = k.us;
+    c.chunk_bytes = k.chunk;
+    c.channels = k.channels;
   }
   if (!explain) return c;
   char head[160];
@@ -144,9 +220,11 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
       multi_node ? (" (nodes of " + std::to_string(in.ranks_per_node) + ")").c_str() : "");
   c.explanation = head;
   for (size_t i = 0; i < ranked.size(); ++i) {
-    char part[96];
-    std::snprintf(part, sizeof(part), "%s%s %.1f us", i ? " < " : "",
-                  algo_name(ranked[i].second, in.kind), ranked[i].first);
+    char part[160];
+    std::snprintf(part, sizeof(part), "%s%s %.1f us (chunk %s, %d channel%s)", i ? " < " : "",
+                  algo_name(ranked[i].algo, in.kind), ranked[i].us,
+                  size_text(ranked[i].chunk).c_str(), ranked[i].channels,
+                  ranked[i].channels == 1 ? "" : "s");
     c.explanation += part;
   }
   c.explanation += use_forced ? std::string("; forced: ") + algo_name(f, in.kind) : "";

@@ -71,6 +71,20 @@ Status parse_model(const std::string& text, CostModel* out) {
       m.per_message_us = v;
     else if (key == "reduce_gbps")
       m.reduce_gbps = v;
+    else if (key == "intra_large_gbps")
+      m.intra.large_gbps = v;
+    else if (key == "inter_large_gbps")
+      m.inter.large_gbps = v;
+    else if (key == "reduce_large_gbps")
+      m.reduce_large_gbps = v;
+    else if (key == "gpu_ll_alpha_us")
+      m.gpu_ll.alpha_us = v;
+    else if (key == "gpu_ll_gbps")
+      m.gpu_ll.gbps = v;
+    else if (key == "gpu_ipc_alpha_us")
+      m.gpu_ipc.alpha_us = v;
+    else if (key == "gpu_ipc_gbps")
+      m.gpu_ipc.gbps = v;
     else
       return Status(Code::kInvalid, "line " + std::to_string(number) + ": unknown key " + key);
   }
@@ -103,80 +117,136 @@ double log2_floor(int n) {
   return steps;
 }
 
-// Time over one link class: `steps` latencies, `bytes` through the link, `messages` posted,
-// `reduced` bytes through the reduction. Where the algorithm pipelines chunks (the ring, the
-// tree), posting and reducing overlap the transfers; recursive steps do one after the other.
-double cost(const CostModel& m, const LinkCost& link, double steps, double bytes, double messages,
-            double reduced, bool pipelined = false) {
-  const double wire = bytes / (link.gbps * 1e3), reduce = reduced / (m.reduce_gbps * 1e3),
-               post = messages * m.per_message_us;
-  return steps * link.alpha_us +
-         (pipelined ? std::max({wire, reduce, post}) : wire + reduce + post);
+}  // namespace
+
+double rate_at(double gbps, double large_gbps, double call_bytes) {
+  if (large_gbps <= 0 || call_bytes <= (1 << 20)) return gbps;
+  const double t = std::min(1.0, (std::log2(call_bytes) - 20) / 4);
+  return gbps * std::pow(large_gbps / gbps, t);
 }
 
-double flat_us(const CostModel& m, const LinkCost& link, Algo algo, CollKind kind, double n, int p,
-               double chunk) {
+namespace {
+
+// Time over one link class: `steps` latencies, `wire` microseconds on the link, `messages`
+// posted, `reduced` bytes through the reduction. Pipelined over `pieces` chunks (the ring, the
+// tree), the slower of wire and reduction counts whole and the other once per piece; recursive
+// steps do one after the other. Posting and completing messages takes the progress thread's
+// CPU, which on shm and tcp also moves the data: it adds in both.
+double cost(const CostModel& m, double call_bytes, double alpha_us, double steps, double wire,
+            double messages, double reduced, double pieces = 1) {
+  const double reduce = reduced / (rate_at(m.reduce_gbps, m.reduce_large_gbps, call_bytes) * 1e3),
+               post = messages * m.per_message_us;
+  return steps * alpha_us + post + std::max(wire, reduce) +
+         std::min(wire, reduce) / std::max(1.0, pieces);
+}
+
+// The links a flat algorithm runs over: inside one node, or a ring whose channels rotate
+// across nodes (a fraction of its bytes on the fabric), or the fabric's pace throughout.
+struct Links {
+  double alpha_us;
+  double us_per_byte;
+};
+
+Links links_for(const CostModel& m, Algo algo, const CostInputs& in) {
+  const bool multi = in.ranks_per_node > 0 && in.ranks_per_node < in.nranks;
+  const double n = static_cast<double>(in.bytes);
+  const double intra = 1 / (rate_at(m.intra.gbps, m.intra.large_gbps, n) * 1e3);
+  if (!multi) return {m.intra.alpha_us, intra};
+  const double inter = 1 / (rate_at(m.inter.gbps, m.inter.large_gbps, n) * 1e3);
+  if (algo != Algo::kRing || in.ranks_per_node < 2) return {m.inter.alpha_us, inter};
+  const int c = std::max(1, in.channels), l = in.ranks_per_node;
+  const double crossing = std::ceil(static_cast<double>(c) / l) / c;
+  return {m.inter.alpha_us, std::max(crossing * inter, intra)};
+}
+
+double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
+  const int p = in.nranks;
   if (p <= 1) return 0;
-  const double block = n / p, chunks_per_block = std::max(1.0, std::ceil(block / chunk));
+  const Links link = links_for(m, algo, in);
+  const double n = static_cast<double>(in.bytes), chunk = static_cast<double>(in.chunk_bytes);
+  const double channels = std::max(1, in.channels);
+  const double block = n / p;
+  // Chunks per block over all channels: each channel pipelines its share separately.
+  const double pieces = channels * std::max(1.0, std::ceil(block / channels / chunk));
   const double lg = log2_floor(p);
   const bool pow2 = (p & (p - 1)) == 0;
-  switch (kind) {
+  auto wire = [&](double bytes) { return bytes * link.us_per_byte; };
+  switch (in.kind) {
     case CollKind::kAllreduce:
       if (algo == Algo::kTree) {
         // Both trees pipelined: about 2n in and out per rank, plus filling 2 x depth stages.
         const double tchunk = static_cast<double>(
-            tree_chunk_bytes(static_cast<size_t>(n), static_cast<size_t>(chunk)));
+            tree_chunk_bytes(static_cast<size_t>(n / channels), static_cast<size_t>(chunk)));
         const double depth = lg, fill = std::min(tchunk, n / 2);
-        return cost(m, link, 2 * depth, 2 * n + 2 * depth * fill, 3 * std::ceil(n / tchunk), n,
-                    true);
+        const double tpieces = channels * std::ceil(n / channels / tchunk);
+        return cost(m, n, link.alpha_us, 2 * depth, wire(2 * n + 2 * depth * fill), 3 * tpieces, n,
+                    tpieces);
       }
       if (algo == Algo::kRecursive) {
         const double steps = lg + (pow2 ? 0 : 2);
-        return cost(m, link, steps, steps * n, steps, lg * n);
+        return cost(m, n, link.alpha_us, steps, wire(steps * n), steps * channels, lg * n);
       }
-      return cost(m, link, 2 * (p - 1), 2 * (p - 1) * block, 2 * (p - 1) * chunks_per_block,
-                  (p - 1) * block, true);
+      return cost(m, n, link.alpha_us, 2 * (p - 1), wire(2 * (p - 1) * block), 2 * (p - 1) * pieces,
+                  (p - 1) * block, pieces);
     case CollKind::kAllgather:
       if (algo == Algo::kRecursive) {
-        return cost(m, link, lg + (pow2 ? 0 : 2), (p - 1) * block + (pow2 ? 0 : n + block),
-                    (p - 1) * chunks_per_block, 0);
+        return cost(m, n, link.alpha_us, lg + (pow2 ? 0 : 2),
+                    wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces, 0);
       }
-      return cost(m, link, p - 1, (p - 1) * block, (p - 1) * chunks_per_block, 0, true);
+      return cost(m, n, link.alpha_us, p - 1, wire((p - 1) * block), (p - 1) * pieces, 0, pieces);
     default:  // reduce-scatter
       if (algo == Algo::kRecursive) {
         // Plus the accumulator's initial copy (counted with the reductions).
-        return cost(m, link, lg + (pow2 ? 0 : 2), (p - 1) * block + (pow2 ? 0 : n + block),
-                    (p - 1) * chunks_per_block, n + (p - 1) * block);
+        return cost(m, n, link.alpha_us, lg + (pow2 ? 0 : 2),
+                    wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces,
+                    n + (p - 1) * block);
       }
-      return cost(m, link, p - 1, (p - 1) * block, (p - 1) * chunks_per_block, (p - 1) * block,
-                  true);
+      return cost(m, n, link.alpha_us, p - 1, wire((p - 1) * block), (p - 1) * pieces,
+                  (p - 1) * block, pieces);
   }
 }
 
-// The cheapest flat algorithm for a phase of a hierarchical call.
-double best_flat_us(const CostModel& m, const LinkCost& link, CollKind kind, double n, int p,
-                    double chunk) {
-  double best = flat_us(m, link, Algo::kRing, kind, n, p, chunk);
-  best = std::min(best, flat_us(m, link, Algo::kRecursive, kind, n, p, chunk));
-  if (kind == CollKind::kAllreduce)
-    best = std::min(best, flat_us(m, link, Algo::kTree, kind, n, p, chunk));
+// The cheapest flat algorithm for a phase of a hierarchical call, on one node's links or on
+// the fabric between one rank per node.
+double best_flat_us(const CostModel& m, CollKind kind, double n, int p, bool fabric,
+                    const CostInputs& call) {
+  CostInputs in = call;
+  in.kind = kind;
+  in.bytes = static_cast<size_t>(n);
+  in.nranks = p;
+  in.ranks_per_node = fabric ? 1 : 0;
+  double best = flat_us(m, Algo::kRing, in);
+  best = std::min(best, flat_us(m, Algo::kRecursive, in));
+  if (kind == CollKind::kAllreduce) best = std::min(best, flat_us(m, Algo::kTree, in));
   return best;
 }
 
 }  // namespace
 
 double predict_us(const CostModel& m, Algo algo, const CostInputs& in) {
-  const double n = static_cast<double>(in.bytes), chunk = static_cast<double>(in.chunk_bytes);
+  const double n = static_cast<double>(in.bytes);
   const bool multi = in.ranks_per_node > 0 && in.ranks_per_node < in.nranks;
   if (algo == Algo::kHier && multi) {
     const int l = in.ranks_per_node, nodes = in.nranks / l;
     // Reduce-scatter inside, allreduce of the slice across, allgather inside.
-    return best_flat_us(m, m.intra, CollKind::kReduceScatter, n, l, chunk) +
-           best_flat_us(m, m.inter, CollKind::kAllreduce, n / l, nodes, chunk) +
-           best_flat_us(m, m.intra, CollKind::kAllgather, n, l, chunk);
+    return best_flat_us(m, CollKind::kReduceScatter, n, l, false, in) +
+           best_flat_us(m, CollKind::kAllreduce, n / l, nodes, true, in) +
+           best_flat_us(m, CollKind::kAllgather, n, l, false, in);
   }
-  // A flat algorithm across nodes runs at the pace of the fabric.
-  return flat_us(m, multi ? m.inter : m.intra, algo, in.kind, n, in.nranks, chunk);
+  return flat_us(m, algo, in);
+}
+
+double predict_node_us(const CostModel& m, Algo algo, const CostInputs& in) {
+  const double n = static_cast<double>(in.bytes), p = in.nranks;
+  if (p <= 1) return 0;
+  const bool all = in.kind == CollKind::kAllreduce;
+  if (algo == Algo::kLl) {
+    // Every rank pushes to every peer: the whole vector (allreduce) or one block.
+    const double pushed = (p - 1) * (all ? n : n / p);
+    return m.gpu_ll.alpha_us + pushed / (m.gpu_ll.gbps * 1e3);
+  }
+  const double read = (all ? 2 : 1) * (p - 1) / p * n;
+  return m.gpu_ipc.alpha_us + read / (m.gpu_ipc.gbps * 1e3);
 }
 
 }  // namespace efacoll

@@ -14,8 +14,10 @@ namespace efacoll {
 // Parameters for a known platform: "p4d", "p5" (EFA per GPU, NVSwitch inside), or "local" (a
 // host with shared memory and TCP, the test machines). kInvalid for anything else.
 Status platform_model(const std::string& platform, CostModel* out);
-// "key = value" lines (intra_alpha_us, intra_gbps, inter_alpha_us, inter_gbps,
-// per_message_us, reduce_gbps); # starts a comment. Missing keys keep `out`'s values.
+// "key = value" lines (intra_alpha_us, intra_gbps, intra_large_gbps, inter_alpha_us,
+// inter_gbps, inter_large_gbps, per_message_us, reduce_gbps, reduce_large_gbps,
+// gpu_ll_alpha_us, gpu_ll_gbps, gpu_ipc_alpha_us, gpu_ipc_gbps); # starts a comment. Missing
+// keys keep `out`'s values.
 Status parse_model(const std::string& text, CostModel* out);
 
 // A model file: local defaults, then the file's keys; its source names the path.
@@ -27,13 +29,27 @@ struct CostInputs {
   int nranks = 1;
   int ranks_per_node = 0;  // 0: one node; else nodes of this many consecutive ranks
   size_t chunk_bytes = 1 << 19;
+  int channels = 1;  // independent schedules, each on 1/channels of the data
 };
 
 // The tree pipelines in small chunks (about 32 per vector, from 4 KiB up to max_chunk) so that
 // filling its 2 x depth stages costs little; the builder and the prediction both use this.
 size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 
+// A bandwidth for a call of this many bytes: gbps up to 1 MiB, large_gbps from 16 MiB (when
+// set), geometric in between.
+double rate_at(double gbps, double large_gbps, double call_bytes);
+
 // Predicted microseconds of one call with this algorithm (which must apply).
+// - Pipelined algorithms (ring, tree) overlap the wire and the reductions across their chunks:
+//   with K chunks per block (all channels together) the slower counts whole and the other 1/K,
+//   as in a pipeline of K stages. Every message costs per_message_us on top: smaller chunks
+//   overlap more and post more.
+// - Across nodes, a ring with channels crosses the fabric from a different rank of each node
+//   per channel (channels.h), so one rank's NICs carry ceil(C/L)/C of its ring traffic.
 double predict_us(const CostModel& m, Algo algo, const CostInputs& in);
+
+// GPU buffers inside one node: kLl (the low-latency protocol) or kIpc (IPC direct).
+double predict_node_us(const CostModel& m, Algo algo, const CostInputs& in);
 
 }  // namespace efacoll

@@ -20,6 +20,25 @@ TEST(AlgoOverrides, OneNameAppliesWhereItExists) {
   EXPECT_EQ(o.allreduce, Algo::kAuto);
 }
 
+TEST(AlgoOverrides, InNodeProtocolsForEveryCollectiveButNotForTheFabricTuner) {
+  AlgoOverrides o;
+  ASSERT_TRUE(parse_algo_overrides("ll", &o).is_ok());
+  EXPECT_EQ(o.allreduce, Algo::kLl);
+  EXPECT_EQ(o.allgather, Algo::kLl);
+  EXPECT_EQ(o.reduce_scatter, Algo::kLl);
+  ASSERT_TRUE(parse_algo_overrides("allgather:ipc", &o).is_ok());
+  EXPECT_EQ(o.allgather, Algo::kIpc);
+  EXPECT_FALSE(fabric_algo(Algo::kLl));
+  EXPECT_TRUE(fabric_algo(Algo::kTree));
+  // A schedule over the fabric (host buffers, or across nodes) is chosen as if nothing were
+  // forced.
+  AlgoInputs in;
+  in.nranks = 4;
+  in.bytes = 8;
+  ASSERT_TRUE(parse_algo_overrides("ll", &o).is_ok());
+  EXPECT_EQ(choose_algo(in, o), choose_algo(in, {}));
+}
+
 TEST(AlgoOverrides, PerCollective) {
   AlgoOverrides o;
   ASSERT_TRUE(parse_algo_overrides("allreduce:tree,allgather:rd,reduce_scatter:ring", &o).is_ok());

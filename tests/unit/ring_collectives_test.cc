@@ -125,8 +125,15 @@ void expect_no_failures(const std::vector<std::string>& failures) {
 // (ranks, algorithm forced with EFACOLL_ALGO's grammar)
 using AlgoRanks = std::tuple<int, std::string>;
 
-RankSetup forced(const std::string& algo) {
+// "allreduce:ring" or "allreduce:ring_c3" (three channels, as EFACOLL_CHANNELS=3).
+RankSetup forced(const std::string& spec) {
   RankSetup s = loopback_setup();
+  std::string algo = spec;
+  const size_t c = spec.find("_c");
+  if (c != std::string::npos) {
+    algo = spec.substr(0, c);
+    s.config.channels = std::stoi(spec.substr(c + 2));
+  }
   Status st = parse_algo_overrides(algo, &s.config.algo);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return s;
@@ -149,7 +156,9 @@ TEST_P(AllreduceAlgos, EveryTypeOpCountInPlace) {
   }));
 }
 INSTANTIATE_TEST_SUITE_P(Algos, AllreduceAlgos,
-                         ::testing::Combine(kRanks, ::testing::Values("ring", "tree", "rd")),
+                         ::testing::Combine(kRanks,
+                                            ::testing::Values("ring", "tree", "rd", "ring_c3",
+                                                              "tree_c2", "rd_c3")),
                          param_name);
 
 class ReduceScatterAlgos : public ::testing::TestWithParam<AlgoRanks> {};
@@ -165,7 +174,8 @@ TEST_P(ReduceScatterAlgos, EveryTypeOpCountInPlace) {
   }));
 }
 INSTANTIATE_TEST_SUITE_P(Algos, ReduceScatterAlgos,
-                         ::testing::Combine(kRanks, ::testing::Values("ring", "rh")), param_name);
+                         ::testing::Combine(kRanks, ::testing::Values("ring", "rh", "ring_c3")),
+                         param_name);
 
 class AllgatherAlgos : public ::testing::TestWithParam<AlgoRanks> {};
 TEST_P(AllgatherAlgos, EveryCountInPlace) {
@@ -177,7 +187,8 @@ TEST_P(AllgatherAlgos, EveryCountInPlace) {
   }));
 }
 INSTANTIATE_TEST_SUITE_P(Algos, AllgatherAlgos,
-                         ::testing::Combine(kRanks, ::testing::Values("ring", "rd")), param_name);
+                         ::testing::Combine(kRanks, ::testing::Values("ring", "rd", "ring_c4")),
+                         param_name);
 
 TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
   for (auto [n, per_node] : {std::make_pair(4, 2), std::make_pair(6, 3), std::make_pair(8, 2)}) {
@@ -189,6 +200,30 @@ TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
         for (size_t count : counts_for(n)) {
           for (bool inplace : {false, true}) {
             allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
+          }
+        }
+      }
+    }));
+  }
+}
+
+// Across declared nodes each channel's ring enters every node at a different rank.
+TEST(Channels, RotatedRingsAcrossDeclaredNodesMatchTheReference) {
+  for (auto [n, per_node, channels] : {std::make_tuple(4, 2, 2), std::make_tuple(6, 3, 3),
+                                       std::make_tuple(8, 2, 4), std::make_tuple(6, 2, 5)}) {
+    RankSetup setup = loopback_setup();
+    setup.node_size = per_node;
+    setup.config.channels = channels;
+    ASSERT_TRUE(parse_algo_overrides("ring", &setup.config.algo).is_ok());
+    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
+      for (auto pair :
+           {std::make_pair(DType::kInt32, ROp::kSum), std::make_pair(DType::kFloat64, ROp::kMax)}) {
+        for (size_t count : counts_for(n)) {
+          for (bool inplace : {false, true}) {
+            allreduce_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace, c.failures);
+            reduce_scatter_case(c.rank, n, c.comm, pair.first, pair.second, count, inplace,
+                                count % 2 == 1, c.failures);
+            allgather_case(c.rank, n, c.comm, count, inplace, c.failures);
           }
         }
       }

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "coll/builders.h"
+#include "coll/channels.h"
 #include "coll/hier_allreduce.h"
 
 namespace efacoll {
@@ -29,10 +30,13 @@ struct Case {
   int n;
   std::vector<size_t> blocks;
   bool inplace;
-  int per_node = 0;  // hierarchical: ranks per declared node
+  int per_node = 0;  // hierarchical: ranks per declared node; channels: ring rotation
+  int channels = 1;
 };
 
-Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
+Status build_one(const Case& c, int rank, size_t chunk, Schedule* s);
+
+RingArgs ring_args(const Case& c, int rank, size_t chunk) {
   RingArgs a;
   a.rank = rank;
   a.nranks = c.n;
@@ -40,6 +44,34 @@ Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
   a.block_counts = c.blocks;
   a.inplace = c.inplace;
   a.chunk_bytes = chunk;
+  return a;
+}
+
+// On several channels through build_channels, as the engine composes them.
+Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
+  if (c.channels <= 1) return build_one(c, rank, chunk, s);
+  const RingArgs a = ring_args(c, rank, chunk);
+  ChannelArgs ca;
+  ca.kind = c.algo == Algo::kAllgather       ? CollKind::kAllgather
+            : c.algo == Algo::kReduceScatter ? CollKind::kReduceScatter
+                                             : CollKind::kAllreduce;
+  ca.channels = c.channels;
+  ca.ranks_per_node = c.per_node;
+  ca.rotate_ring = c.algo == Algo::kAllreduce || ca.kind != CollKind::kAllreduce;
+  Case one = c;
+  one.channels = 1;
+  one.per_node = 0;
+  return build_channels(
+      ca, a,
+      [&](const RingArgs& sub, Schedule* out) {
+        one.blocks = sub.block_counts;
+        return build_one(one, sub.rank, sub.chunk_bytes, out);
+      },
+      s);
+}
+
+Status build_one(const Case& c, int rank, size_t chunk, Schedule* s) {
+  const RingArgs a = ring_args(c, rank, chunk);
   switch (c.algo) {
     case Algo::kAllreduce:
       return build_ring_allreduce(a, s);
@@ -94,6 +126,15 @@ std::vector<Case> cases() {
             out.push_back({Algo::kHierAllreduce, n, even, inplace, per_node});
           }
         }
+        // Channels: rings rotated across declared nodes of 2 where there are several.
+        const int rot = n % 2 == 0 && n > 2 ? 2 : 0;
+        for (Algo ar : {Algo::kAllreduce, Algo::kTreeAllreduce, Algo::kRdAllreduce})
+          out.push_back({ar, n, even, inplace, rot, 3});
+        out.push_back({Algo::kAllgather, n, std::vector<size_t>(n, count), inplace, rot, 3});
+        if (!inplace) {
+          out.push_back({Algo::kReduceScatter, n, even, false, rot, 3});
+          out.push_back({Algo::kReduceScatter, n, zeros, false, rot, 2});
+        }
       }
     }
   }
@@ -105,7 +146,8 @@ std::string name(const Case& c) {
                                        "hier_allreduce", "rd_allreduce",     "tree_allreduce",
                                        "rd_allgather",   "rh_reduce_scatter"};
   std::string s = std::string(kNames[static_cast<int>(c.algo)]) + " n=" + std::to_string(c.n) +
-                  (c.inplace ? " inplace" : "") + " blocks";
+                  (c.inplace ? " inplace" : "") +
+                  (c.channels > 1 ? " channels " + std::to_string(c.channels) : "") + " blocks";
   for (size_t b : c.blocks) s += " " + std::to_string(b);
   return s;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "coll/builders.h"
+#include "coll/channels.h"
 #include "coll/hier_allreduce.h"
 #include "tune/cost_model.h"
 
@@ -22,8 +23,28 @@ struct Named {
   Builder build;
 };
 
+// A builder on several channels, rings rotated across declared nodes of 2 (as the engine does).
+Builder on_channels(CollKind kind, Builder one, int channels, bool ring) {
+  return [=](const RingArgs& a, Schedule* s) {
+    ChannelArgs ca;
+    ca.kind = kind;
+    ca.channels = channels_apply(kind, ring, a.inplace) ? channels : 1;
+    ca.ranks_per_node = 2;
+    ca.rotate_ring = ring;
+    return build_channels(ca, a, one, s);
+  };
+}
+
 const std::vector<Named>& builders() {
   static const std::vector<Named> all = {
+      {"ring allreduce x3 channels", CollKind::kAllreduce,
+       on_channels(CollKind::kAllreduce, build_ring_allreduce, 3, true)},
+      {"tree allreduce x2 channels", CollKind::kAllreduce,
+       on_channels(CollKind::kAllreduce, build_tree_allreduce, 2, false)},
+      {"ring allgather x4 channels", CollKind::kAllgather,
+       on_channels(CollKind::kAllgather, build_ring_allgather, 4, true)},
+      {"ring reduce_scatter x3 channels", CollKind::kReduceScatter,
+       on_channels(CollKind::kReduceScatter, build_ring_reduce_scatter, 3, true)},
       {"ring allreduce", CollKind::kAllreduce, build_ring_allreduce},
       {"tree allreduce", CollKind::kAllreduce, build_tree_allreduce},
       {"rd allreduce", CollKind::kAllreduce, build_rd_allreduce},
@@ -88,7 +109,9 @@ TEST(ScheduleSimulation, ModelAndSchedulesAgreeWithinAFactorOfTwo) {
   ASSERT_TRUE(platform_model("local", &m).is_ok());
   for (size_t bytes : {size_t(1) << 20, size_t(64) << 20}) {
     for (const Named& b : builders()) {
-      if (std::string(b.name).find("hier") != std::string::npos) continue;
+      if (std::string(b.name).find("hier") != std::string::npos ||
+          std::string(b.name).find("channels") != std::string::npos)
+        continue;
       const Algo algo = std::string(b.name).find("ring") == 0   ? Algo::kRing
                         : std::string(b.name).find("tree") == 0 ? Algo::kTree
                                                                 : Algo::kRecursive;

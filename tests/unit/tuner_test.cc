@@ -69,12 +69,70 @@ TEST(Tuner, SmallCallsGoRecursiveLargeReductionsTheRing) {
   }
 }
 
-TEST(Tuner, AcrossNodesAllreduceGoesHierarchical) {
+TEST(Tuner, AcrossNodesSmallAllreduceGoesHierarchicalLargeTheRingOnEveryNic) {
   const CostModel m = model("p5");
-  for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 33}) {
+  for (size_t bytes : {size_t(8), size_t(1) << 20}) {
     EXPECT_EQ(tune_algo(m, call(CollKind::kAllreduce, bytes, 128, 8), {}).algo, Algo::kHier)
         << bytes << " B";
   }
+  // 8 GiB on 16 nodes: the hierarchical phases run one after the other; a ring with a channel
+  // per GPU crosses the fabric from all of them at once while NVLink carries the rest.
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, size_t(1) << 33, 128, 8), {}, true);
+  EXPECT_EQ(c.algo, Algo::kRing) << c.explanation;
+  EXPECT_EQ(c.channels, 8) << c.explanation;
+}
+
+TEST(Tuner, ChannelsSpreadTheRingOverEveryNicOfANode) {
+  const CostModel m = model("p5");
+  CostInputs in;
+  in.bytes = size_t(1) << 33;
+  in.nranks = 32;
+  in.ranks_per_node = 8;
+  const double one = predict_us(m, Algo::kRing, in);
+  in.channels = 8;
+  const double eight = predict_us(m, Algo::kRing, in);
+  EXPECT_LT(eight * 4, one) << "one channel crosses from one GPU's NICs, eight from all eight";
+  in.channels = 16;
+  EXPECT_GE(predict_us(m, Algo::kRing, in), eight * 0.99) << "more channels than GPUs: no gain";
+  // Inside one node channels add no link: the tuner keeps one.
+  const TunedChoice c =
+      tune_algo(model("local"), call(CollKind::kAllreduce, 64 << 20, 4), {}, true);
+  EXPECT_EQ(c.channels, 1) << c.explanation;
+}
+
+TEST(Tuner, PicksChunksThatLetReductionsOverlapTheWire) {
+  const CostModel m = model("local");
+  CostInputs in;
+  in.bytes = size_t(64) << 20;
+  in.nranks = 4;
+  in.chunk_bytes = in.bytes;  // one chunk per block: nothing overlaps
+  const double whole = predict_us(m, Algo::kRing, in);
+  in.chunk_bytes = 256 << 10;
+  EXPECT_LT(predict_us(m, Algo::kRing, in), whole * 0.8);
+  const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, in.bytes, 4), {}, true);
+  EXPECT_LT(c.chunk_bytes, size_t(16) << 20) << c.explanation;
+  EXPECT_NE(c.explanation.find("chunk "), std::string::npos) << c.explanation;
+}
+
+TEST(Tuner, KeepsForcedChunkAndChannels) {
+  const CostModel m = model("p5");
+  AlgoInputs in = call(CollKind::kAllreduce, size_t(1) << 30, 16, 8);
+  in.chunk_bytes = 12345;
+  in.chunk_forced = true;
+  in.channels = 3;
+  AlgoOverrides ring;
+  ASSERT_TRUE(parse_algo_overrides("ring", &ring).is_ok());
+  TunedChoice c = tune_algo(m, in, ring);
+  EXPECT_EQ(c.chunk_bytes, 12345u);
+  EXPECT_EQ(c.channels, 3);
+  // Recursive allgather messages span blocks: one channel whatever is asked.
+  in.kind = CollKind::kAllgather;
+  ASSERT_TRUE(parse_algo_overrides("rd", &ring).is_ok());
+  EXPECT_EQ(tune_algo(m, in, ring).channels, 1);
+  // The transport's largest message bounds the chunks the tuner tries.
+  in = call(CollKind::kAllreduce, size_t(1) << 30, 4);
+  in.max_chunk_bytes = 8192;
+  EXPECT_LE(tune_algo(m, in, {}).chunk_bytes, 8192u);
 }
 
 TEST(Tuner, TreeBeatsTheRingAtScaleForMediumSizes) {
@@ -85,6 +143,39 @@ TEST(Tuner, TreeBeatsTheRingAtScaleForMediumSizes) {
   EXPECT_EQ(c.algo, Algo::kTree) << c.explanation;
   EXPECT_EQ(tree_chunk_bytes(size_t(1) << 20, size_t(1) << 19), size_t(32768));
   EXPECT_EQ(tree_chunk_bytes(100, size_t(1) << 19), size_t(4096));
+}
+
+TEST(CostModel, InNodeGpuProtocols) {
+  // The low-latency protocol costs less per call and more per byte than IPC direct: it wins
+  // small calls and loses large ones (allreduce pushes the whole vector to every peer).
+  const CostModel m = model("p5");
+  CostInputs in;
+  in.nranks = 8;
+  for (CollKind k : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    in.kind = k;
+    in.bytes = 4096;
+    EXPECT_LT(predict_node_us(m, Algo::kLl, in), predict_node_us(m, Algo::kIpc, in));
+    in.bytes = size_t(256) << 20;
+    EXPECT_GT(predict_node_us(m, Algo::kLl, in), predict_node_us(m, Algo::kIpc, in));
+  }
+  CostModel f = m;
+  ASSERT_TRUE(parse_model("gpu_ll_alpha_us = 3\ngpu_ipc_gbps = 100\n", &f).is_ok());
+  EXPECT_DOUBLE_EQ(f.gpu_ll.alpha_us, 3);
+  EXPECT_DOUBLE_EQ(f.gpu_ipc.gbps, 100);
+}
+
+TEST(CostModel, LargeCallsTakeTheirOwnRate) {
+  CostModel m = model("local");
+  ASSERT_TRUE(parse_model("intra_large_gbps = 0.5\nreduce_large_gbps = 1\n", &m).is_ok());
+  EXPECT_DOUBLE_EQ(rate_at(2, 0.5, 1 << 20), 2);
+  EXPECT_DOUBLE_EQ(rate_at(2, 0.5, 1 << 24), 0.5);
+  EXPECT_DOUBLE_EQ(rate_at(2, 0.5, 1 << 22), 1) << "geometric halfway";
+  EXPECT_DOUBLE_EQ(rate_at(2, 0, 1 << 30), 2) << "unset: one rate";
+  CostInputs in;
+  in.nranks = 4;
+  in.bytes = size_t(64) << 20;
+  const double slow = predict_us(m, Algo::kRing, in);
+  EXPECT_GT(slow, 2 * predict_us(model("local"), Algo::kRing, in));
 }
 
 TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {

@@ -5,6 +5,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
 
@@ -36,6 +38,8 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   info_.needs_local_mr = (mr_mode_ & FI_MR_LOCAL) != 0;
   info_.inject_size = fi->tx_attr->inject_size;
   info_.max_msg_size = fi->ep_attr->max_msg_size ? fi->ep_attr->max_msg_size : SIZE_MAX;
+  if (fi->tx_attr->size && fi->rx_attr->size)
+    info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
   int rc = fi_fabric(fi->fabric_attr, fabric_.out(), nullptr);
   if (rc) return fabric_error("fi_fabric", rc);

@@ -12,6 +12,8 @@ MultiRailTransport::MultiRailTransport(std::vector<std::unique_ptr<Transport>> r
     info_.domain += "+" + ri.domain;
     info_.inject_size = std::min(info_.inject_size, ri.inject_size);
     info_.max_msg_size = std::min(info_.max_msg_size, ri.max_msg_size);
+    info_.max_posted = std::min(info_.max_posted, ri.max_posted);  // rails share no queue, but
+                                                                   // one may take them all
     info_.hmem = info_.hmem && ri.hmem;
     info_.needs_local_mr = info_.needs_local_mr || ri.needs_local_mr;
     info_.rdma = info_.rdma && ri.rdma;

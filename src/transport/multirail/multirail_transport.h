@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/tag.h"
 #include "transport/transport.h"
 
 namespace efacoll {
@@ -44,7 +45,11 @@ class MultiRailTransport : public Transport {
     std::vector<PeerAddr> rail_addr;  // its address on each rail both sides have
   };
   // The rail of a message (tag) to or from a peer, and the region's registration on it.
-  size_t rail_of(const Peer& peer, uint64_t tag) const { return tag % peer.rail_addr.size(); }
+  // By message id: a call's chunks go round-robin, and channel c of C (ids c mod C) keeps to
+  // rail c mod rails when C is a multiple of the rail count.
+  size_t rail_of(const Peer& peer, uint64_t tag) const {
+    return (tag & kMaxMsgIdInTag) % peer.rail_addr.size();
+  }
   const MemRegion* on_rail(const MemRegion* region, size_t rail) const;
   template <typename Post>
   Status post_on_rail(PeerAddr peer, uint64_t tag, const MemRegion* region, Post&& post);
