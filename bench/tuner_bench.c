@@ -166,9 +166,9 @@ int main(int argc, char** argv) {
     }
     snprintf(spec[na], sizeof(spec[na]), "auto");
     idx[na] = -1;
-    for (int a = 0; a <= na; ++a) { /* warm-up: first schedules, registrations */
+    for (int a = 0; a <= na; ++a) { /* warm-up: first schedules, registrations, new peers */
       set_algo(spec[a]);
-      call(s, r, count, nranks);
+      for (int w = 0; w < 3; ++w) call(s, r, count, nranks);
     }
     for (int k = 0; k < repeats && k < 64; ++k) {
       for (int a = 0; a <= na; ++a) {

@@ -190,6 +190,7 @@ class Comm {
   Status run_ipc_ll(const CollArgs& args, LlCall& call);
   // comm_calibrate.cc
   Status calibrate();
+  Status calibrate_algorithms();
   // comm_hier.cc
   bool hier_gpu_usable(int device);
   bool hier_gpu_fits(const CollArgs& args) const;

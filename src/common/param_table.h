@@ -22,7 +22,8 @@
     "to MPI with the reasons, bytes and time.")                                                   \
   X(kChunkSize, "EFACOLL_CHUNK_SIZE", kBytes, "524288",                                           \
     "Pipelining unit: each block moves in chunks of at most this many bytes. Unset, the tuner "   \
-    "picks it per call (16 KiB to 4 MiB); set, it is used as given.")                             \
+    "picks it per call (64 KiB to 4 MiB, at most 64 chunks a block); set, it is used as "        \
+    "given.")                                                                                     \
   X(kChannels, "EFACOLL_CHANNELS", kInteger, "0",                                                 \
     "Independent rings/trees per call, each on its share of the data, its own chunk stream "      \
     "and (as many channels as NICs) its own NIC; across nodes each channel's ring crosses from "  \
@@ -91,11 +92,10 @@
     "allreduce:tree,allgather:rd,reduce_scatter:ring. auto: chosen per call.")                    \
   X(kTune, "EFACOLL_TUNE", kText, "auto",                                                         \
     "Where the cost model's parameters come from: auto (p4d or p5 defaults on those instances, "  \
-    "local defaults elsewhere), calibrate (each communicator measures its links at creation), "   \
-    "p4d, p5, local, file:PATH (key = value lines: intra_alpha_us, "                              \
-    "intra_gbps, inter_alpha_us, inter_gbps, per_message_us, reduce_gbps), or off (no model: "    \
-    "recursive algorithms up to EFACOLL_RD_MAX_BYTES, the ring above). EFACOLL_DEBUG=TRACE "      \
-    "with SUBSYS TUNE explains each choice.")                                                     \
+    "local defaults elsewhere), calibrate (each communicator measures its links, then every "     \
+    "algorithm at 8-512 KiB, at creation), p4d, p5, local, file:PATH (key = value lines, see "    \
+    "docs/model.md), or off (no model: recursive algorithms up to EFACOLL_RD_MAX_BYTES, the "     \
+    "ring above). EFACOLL_DEBUG=TRACE with SUBSYS TUNE explains each choice.")                    \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

@@ -134,6 +134,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   if (config_.tune && config_.calibrate && !inherit) {
     std::lock_guard<std::mutex> busy(busy_);
     EFACOLL_RETURN_IF_ERROR(comm->calibrate());
+    EFACOLL_RETURN_IF_ERROR(comm->calibrate_algorithms());
   }
   EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);
   *out = std::move(comm);

@@ -140,15 +140,32 @@ struct Candidate {
   int channels;
 };
 
-// The chunk sizes and channel counts the tuner weighs (one value where the user forced it).
+// The chunk sizes and channel counts the tuner weighs (one value where the user forced it):
+// 64 KiB to 4 MiB (more for huge calls), and no smaller than a 64th of what one channel moves
+// per block. Thousands of
+// small messages in one call gain little overlap and can stall a provider (the tree with 16 KiB
+// chunks on 128 MiB stalls tcp;ofi_rxm).
+constexpr double kMaxChunksPerBlock = 64;
+
 std::vector<size_t> chunk_options(const AlgoInputs& in) {
   if (in.chunk_forced) return {std::min(in.chunk_bytes, in.max_chunk_bytes)};
+  // Up to 4 MiB, or as large as keeps a whole-vector algorithm at 64 chunks.
+  size_t top = size_t(4) << 20;
+  while (top < in.bytes / kMaxChunksPerBlock && top < in.max_chunk_bytes) top *= 4;
   std::vector<size_t> out;
-  for (size_t c = size_t(4) << 20; c >= (size_t(16) << 10); c /= 4) {
+  for (size_t c = top; c >= (size_t(64) << 10); c /= 4) {
     if (c <= in.max_chunk_bytes) out.push_back(c);
   }
   if (out.empty()) out.push_back(in.max_chunk_bytes);
   return out;
+}
+
+// What one channel moves per block (the tree and recursive doubling move the whole vector).
+bool too_many_chunks(const AlgoInputs& in, Algo a, size_t chunk, int channels) {
+  if (in.chunk_forced) return false;
+  const double per_block =
+      a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks : static_cast<double>(in.bytes);
+  return per_block / channels / chunk > kMaxChunksPerBlock;
 }
 
 std::vector<int> channel_options(const AlgoInputs& in, Algo a) {
@@ -168,8 +185,11 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
   ci.ranks_per_node = in.ranks_per_node;
   Candidate best{0, a, 0, 1};
   bool first = true;
+  const std::vector<size_t> chunks = chunk_options(in);
   for (int channels : channel_options(in, a)) {
-    for (size_t chunk : chunk_options(in)) {
+    for (size_t chunk : chunks) {
+      // The largest chunk stays a candidate whatever the count.
+      if (chunk != chunks.front() && too_many_chunks(in, a, chunk, channels)) continue;
       ci.chunk_bytes = chunk;
       ci.channels = channels;
       const double us = predict_us(model, a, ci);
@@ -202,6 +222,12 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Candidate& x, const Candidate& y) { return x.us < y.us; });
+  // Within 3 % the model cannot tell two algorithms apart: the ring (pipelined, one neighbour
+  // each way, its chunks spread over the rails) goes first.
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    if (ranked[i].algo == Algo::kRing && ranked[i].us <= ranked[0].us * 1.03)
+      std::rotate(ranked.begin(), ranked.begin() + i, ranked.begin() + i + 1);
+  }
   TunedChoice c;
   const Algo f = forced.for_kind(in.kind);
   const bool use_forced = fabric_algo(f) && algo_applies(f, in.kind, multi_node);
@@ -221,12 +247,14 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
   c.explanation = head;
   for (size_t i = 0; i < ranked.size(); ++i) {
     char part[160];
-    std::snprintf(part, sizeof(part), "%s%s %.1f us (chunk %s, %d channel%s)", i ? " < " : "",
+    const char* sep = i == 0 ? "" : ranked[i].us < ranked[i - 1].us ? " ~ " : " < ";
+    std::snprintf(part, sizeof(part), "%s%s %.1f us (chunk %s, %d channel%s)", sep,
                   algo_name(ranked[i].algo, in.kind), ranked[i].us,
                   size_text(ranked[i].chunk).c_str(), ranked[i].channels,
                   ranked[i].channels == 1 ? "" : "s");
     c.explanation += part;
   }
+  if (ranked.size() > 1 && ranked[0].us > ranked[1].us) c.explanation += " (within 3 %: the ring)";
   c.explanation += use_forced ? std::string("; forced: ") + algo_name(f, in.kind) : "";
   c.explanation += " [" + model.source + "]";
   return c;

@@ -77,6 +77,12 @@ Status parse_model(const std::string& text, CostModel* out) {
       m.inter.large_gbps = v;
     else if (key == "reduce_large_gbps")
       m.reduce_large_gbps = v;
+    else if (key == "intra_alpha_large_us")
+      m.intra.alpha_large_us = v;
+    else if (key == "inter_alpha_large_us")
+      m.inter.alpha_large_us = v;
+    else if (key == "small_message_us")
+      m.small_message_us = v;
     else if (key == "gpu_ll_alpha_us")
       m.gpu_ll.alpha_us = v;
     else if (key == "gpu_ll_gbps")
@@ -127,23 +133,19 @@ double rate_at(double gbps, double large_gbps, double call_bytes) {
 
 namespace {
 
-// Time over one link class: `steps` latencies, `wire` microseconds on the link, `messages`
-// posted, `reduced` bytes through the reduction. Pipelined over `pieces` chunks (the ring, the
-// tree), the slower of wire and reduction counts whole and the other once per piece; recursive
-// steps do one after the other. Posting and completing messages takes the progress thread's
-// CPU, which on shm and tcp also moves the data: it adds in both.
-double cost(const CostModel& m, double call_bytes, double alpha_us, double steps, double wire,
-            double messages, double reduced, double pieces = 1) {
-  const double reduce = reduced / (rate_at(m.reduce_gbps, m.reduce_large_gbps, call_bytes) * 1e3),
-               post = messages * m.per_message_us;
-  return steps * alpha_us + post + std::max(wire, reduce) +
-         std::min(wire, reduce) / std::max(1.0, pieces);
+// A per-message figure for messages of `bytes`: at_small up to 4 KiB, at_large from 16 KiB,
+// geometric in between (0 on either side: the other).
+double by_message(double at_small, double at_large, double bytes) {
+  if (at_small <= 0) return at_large;
+  if (at_large <= 0 || bytes <= 4096) return at_small;
+  if (bytes >= 16384) return at_large;
+  return at_small * std::pow(at_large / at_small, (std::log2(bytes) - 12) / 2);
 }
 
 // The links a flat algorithm runs over: inside one node, or a ring whose channels rotate
 // across nodes (a fraction of its bytes on the fabric), or the fabric's pace throughout.
 struct Links {
-  double alpha_us;
+  const LinkCost* latency;  // the link class whose step latency paces the algorithm
   double us_per_byte;
 };
 
@@ -151,12 +153,26 @@ Links links_for(const CostModel& m, Algo algo, const CostInputs& in) {
   const bool multi = in.ranks_per_node > 0 && in.ranks_per_node < in.nranks;
   const double n = static_cast<double>(in.bytes);
   const double intra = 1 / (rate_at(m.intra.gbps, m.intra.large_gbps, n) * 1e3);
-  if (!multi) return {m.intra.alpha_us, intra};
+  if (!multi) return {&m.intra, intra};
   const double inter = 1 / (rate_at(m.inter.gbps, m.inter.large_gbps, n) * 1e3);
-  if (algo != Algo::kRing || in.ranks_per_node < 2) return {m.inter.alpha_us, inter};
+  if (algo != Algo::kRing || in.ranks_per_node < 2) return {&m.inter, inter};
   const int c = std::max(1, in.channels), l = in.ranks_per_node;
   const double crossing = std::ceil(static_cast<double>(c) / l) / c;
-  return {m.inter.alpha_us, std::max(crossing * inter, intra)};
+  return {&m.inter, std::max(crossing * inter, intra)};
+}
+
+// Time of `steps` latencies, `wire` microseconds on the link, `messages` of `msg` bytes posted,
+// `reduced` bytes through the reduction. Pipelined over `pieces` chunks (the ring, the tree),
+// the slower of wire and reduction counts whole and the other once per piece; recursive steps
+// do one after the other. Posting and completing messages takes the progress thread's CPU,
+// which on shm and tcp also moves the data: it adds in both.
+double cost(const CostModel& m, const Links& link, double call_bytes, double msg, double steps,
+            double wire, double messages, double reduced, double pieces = 1) {
+  const double alpha = by_message(link.latency->alpha_us, link.latency->alpha_large_us, msg);
+  const double reduce = reduced / (rate_at(m.reduce_gbps, m.reduce_large_gbps, call_bytes) * 1e3),
+               post = messages * by_message(m.small_message_us, m.per_message_us, msg);
+  return steps * alpha + post + std::max(wire, reduce) +
+         std::min(wire, reduce) / std::max(1.0, pieces);
 }
 
 double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
@@ -168,6 +184,7 @@ double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
   const double block = n / p;
   // Chunks per block over all channels: each channel pipelines its share separately.
   const double pieces = channels * std::max(1.0, std::ceil(block / channels / chunk));
+  const double msg = std::min(chunk, block / channels);  // the ring's messages
   const double lg = log2_floor(p);
   const bool pow2 = (p & (p - 1)) == 0;
   auto wire = [&](double bytes) { return bytes * link.us_per_byte; };
@@ -179,30 +196,30 @@ double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
             tree_chunk_bytes(static_cast<size_t>(n / channels), static_cast<size_t>(chunk)));
         const double depth = lg, fill = std::min(tchunk, n / 2);
         const double tpieces = channels * std::ceil(n / channels / tchunk);
-        return cost(m, n, link.alpha_us, 2 * depth, wire(2 * n + 2 * depth * fill), 3 * tpieces, n,
-                    tpieces);
+        return cost(m, link, n, std::min(tchunk, n / 2 / channels), 2 * depth,
+                    wire(2 * n + 2 * depth * fill), 3 * tpieces, n, tpieces);
       }
       if (algo == Algo::kRecursive) {
         const double steps = lg + (pow2 ? 0 : 2);
-        return cost(m, n, link.alpha_us, steps, wire(steps * n), steps * channels, lg * n);
+        return cost(m, link, n, n / channels, steps, wire(steps * n), steps * channels, lg * n);
       }
-      return cost(m, n, link.alpha_us, 2 * (p - 1), wire(2 * (p - 1) * block), 2 * (p - 1) * pieces,
+      return cost(m, link, n, msg, 2 * (p - 1), wire(2 * (p - 1) * block), 2 * (p - 1) * pieces,
                   (p - 1) * block, pieces);
     case CollKind::kAllgather:
       if (algo == Algo::kRecursive) {
-        return cost(m, n, link.alpha_us, lg + (pow2 ? 0 : 2),
+        return cost(m, link, n, n / 2, lg + (pow2 ? 0 : 2),
                     wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces, 0);
       }
-      return cost(m, n, link.alpha_us, p - 1, wire((p - 1) * block), (p - 1) * pieces, 0, pieces);
+      return cost(m, link, n, msg, p - 1, wire((p - 1) * block), (p - 1) * pieces, 0, pieces);
     default:  // reduce-scatter
       if (algo == Algo::kRecursive) {
         // Plus the accumulator's initial copy (counted with the reductions).
-        return cost(m, n, link.alpha_us, lg + (pow2 ? 0 : 2),
+        return cost(m, link, n, n / 2, lg + (pow2 ? 0 : 2),
                     wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces,
                     n + (p - 1) * block);
       }
-      return cost(m, n, link.alpha_us, p - 1, wire((p - 1) * block), (p - 1) * pieces,
-                  (p - 1) * block, pieces);
+      return cost(m, link, n, msg, p - 1, wire((p - 1) * block), (p - 1) * pieces, (p - 1) * block,
+                  pieces);
   }
 }
 
@@ -223,6 +240,28 @@ double best_flat_us(const CostModel& m, CollKind kind, double n, int p, bool fab
 
 }  // namespace
 
+double correction(const CostModel& m, CollKind kind, Algo algo, double bytes) {
+  // The points of this algorithm, by size (calibration adds them in increasing size).
+  const AlgoCorrection *below = nullptr, *above = nullptr;
+  for (const AlgoCorrection& c : m.corrections) {
+    if (c.kind != kind || c.algo != algo) continue;
+    if (c.bytes <= bytes) below = &c;
+    if (c.bytes >= bytes && above == nullptr) above = &c;
+  }
+  if (below == nullptr && above == nullptr) return 1;
+  const double x = std::log2(std::max(bytes, 1.0));
+  auto fade = [&](const AlgoCorrection* c) {  // to 1 over two octaves past the last point
+    const double t = std::min(1.0, std::fabs(x - std::log2(c->bytes)) / 2);
+    return std::pow(c->factor, 1 - t);
+  };
+  if (below == nullptr) return fade(above);
+  if (above == nullptr) return fade(below);
+  if (above == below) return below->factor;
+  const double t =
+      (x - std::log2(below->bytes)) / (std::log2(above->bytes) - std::log2(below->bytes));
+  return below->factor * std::pow(above->factor / below->factor, t);
+}
+
 double predict_us(const CostModel& m, Algo algo, const CostInputs& in) {
   const double n = static_cast<double>(in.bytes);
   const bool multi = in.ranks_per_node > 0 && in.ranks_per_node < in.nranks;
@@ -233,7 +272,7 @@ double predict_us(const CostModel& m, Algo algo, const CostInputs& in) {
            best_flat_us(m, CollKind::kAllreduce, n / l, nodes, true, in) +
            best_flat_us(m, CollKind::kAllgather, n, l, false, in);
   }
-  return flat_us(m, algo, in);
+  return flat_us(m, algo, in) * correction(m, in.kind, algo, n);
 }
 
 double predict_node_us(const CostModel& m, Algo algo, const CostInputs& in) {

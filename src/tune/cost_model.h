@@ -14,8 +14,9 @@ namespace efacoll {
 // Parameters for a known platform: "p4d", "p5" (EFA per GPU, NVSwitch inside), or "local" (a
 // host with shared memory and TCP, the test machines). kInvalid for anything else.
 Status platform_model(const std::string& platform, CostModel* out);
-// "key = value" lines (intra_alpha_us, intra_gbps, intra_large_gbps, inter_alpha_us,
-// inter_gbps, inter_large_gbps, per_message_us, reduce_gbps, reduce_large_gbps,
+// "key = value" lines (intra_alpha_us, intra_alpha_large_us, intra_gbps, intra_large_gbps,
+// inter_alpha_us, inter_alpha_large_us, inter_gbps, inter_large_gbps, per_message_us,
+// small_message_us, reduce_gbps, reduce_large_gbps,
 // gpu_ll_alpha_us, gpu_ll_gbps, gpu_ipc_alpha_us, gpu_ipc_gbps); # starts a comment. Missing
 // keys keep `out`'s values.
 Status parse_model(const std::string& text, CostModel* out);
@@ -39,6 +40,9 @@ size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 // A bandwidth for a call of this many bytes: gbps up to 1 MiB, large_gbps from 16 MiB (when
 // set), geometric in between.
 double rate_at(double gbps, double large_gbps, double call_bytes);
+
+// The calibrated factor for an algorithm at a size (1 without calibration points).
+double correction(const CostModel& m, CollKind kind, Algo algo, double bytes);
 
 // Predicted microseconds of one call with this algorithm (which must apply).
 // - Pipelined algorithms (ring, tree) overlap the wire and the reductions across their chunks:

@@ -231,6 +231,24 @@ TEST(Channels, RotatedRingsAcrossDeclaredNodesMatchTheReference) {
   }
 }
 
+// EFACOLL_TUNE=calibrate runs collectives of every algorithm while the communicator is made;
+// the calls after it must still meet (sequence numbers, tags) and be exact.
+TEST(Calibration, CommunicatorsCalibrateThenComputeExactly) {
+  for (int n : {2, 3, 4}) {
+    RankSetup setup = loopback_setup();
+    setup.config.calibrate = true;
+    setup.config.chunk_forced = false;
+    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
+      for (size_t count : {size_t(1), size_t(37), size_t(5000)}) {
+        allreduce_case(c.rank, n, c.comm, DType::kInt32, ROp::kSum, count, false, c.failures);
+        reduce_scatter_case(c.rank, n, c.comm, DType::kFloat64, ROp::kMax, count, true, false,
+                            c.failures);
+        allgather_case(c.rank, n, c.comm, count, false, c.failures);
+      }
+    }));
+  }
+}
+
 TEST(Hierarchical, NodeShapes) {
   EXPECT_EQ(equal_contiguous_nodes({"a", "a", "b", "b"}), 2);
   EXPECT_EQ(equal_contiguous_nodes({"a", "a", "a", "b", "b", "b"}), 3);

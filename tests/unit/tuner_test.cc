@@ -1,6 +1,8 @@
 // The cost model's parameters and predictions, and the tuner's choices at given sizes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tune/algo.h"
 #include "tune/cost_model.h"
 
@@ -111,6 +113,16 @@ TEST(Tuner, PicksChunksThatLetReductionsOverlapTheWire) {
   EXPECT_LT(predict_us(m, Algo::kRing, in), whole * 0.8);
   const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, in.bytes, 4), {}, true);
   EXPECT_LT(c.chunk_bytes, size_t(16) << 20) << c.explanation;
+  // Never thousands of small messages: at most 64 chunks a block.
+  for (size_t bytes : {size_t(64) << 20, size_t(1) << 30}) {
+    for (Algo a : {Algo::kRing, Algo::kTree}) {
+      AlgoOverrides forced;
+      forced.allreduce = a;
+      const TunedChoice t = tune_algo(m, call(CollKind::kAllreduce, bytes, 4), forced);
+      const double per_block = a == Algo::kRing ? bytes / 4.0 : double(bytes);
+      EXPECT_LE(per_block / t.channels / t.chunk_bytes, 64) << algo_name(a, CollKind::kAllreduce);
+    }
+  }
   EXPECT_NE(c.explanation.find("chunk "), std::string::npos) << c.explanation;
 }
 
@@ -176,6 +188,47 @@ TEST(CostModel, LargeCallsTakeTheirOwnRate) {
   in.bytes = size_t(64) << 20;
   const double slow = predict_us(m, Algo::kRing, in);
   EXPECT_GT(slow, 2 * predict_us(model("local"), Algo::kRing, in));
+}
+
+TEST(CostModel, MessagesPastTheEagerPathCostTheirOwnLatency) {
+  CostModel m = model("local");
+  ASSERT_TRUE(parse_model("intra_alpha_us = 10\nintra_alpha_large_us = 100\n"
+                          "per_message_us = 20\nsmall_message_us = 1\n",
+                          &m)
+                  .is_ok());
+  CostInputs in;
+  in.nranks = 4;  // recursive doubling: 2 steps of whole-vector messages
+  in.bytes = 2048;
+  const double small = predict_us(m, Algo::kRecursive, in);
+  in.bytes = 32768;
+  const double large = predict_us(m, Algo::kRecursive, in);
+  // Two steps at 100 instead of 10, two messages at 20 instead of 1, plus the wire.
+  EXPECT_GT(large - small, 2 * 90 + 2 * 19);
+  // Two channels halve the messages: 16 KiB each still pays the large latency, 4 KiB does not.
+  in.bytes = 8192;
+  in.channels = 1;
+  const double one = predict_us(m, Algo::kRecursive, in);
+  in.channels = 2;
+  EXPECT_LT(predict_us(m, Algo::kRecursive, in), one);
+}
+
+TEST(CostModel, CalibratedCorrectionsApplyAroundTheirSizes) {
+  const CostModel plain = model("local");
+  CostModel m = plain;
+  m.corrections = {{CollKind::kAllreduce, Algo::kTree, 8192, 2.0},
+                   {CollKind::kAllreduce, Algo::kTree, 32768, 0.5}};
+  auto at = [&](double bytes) { return correction(m, CollKind::kAllreduce, Algo::kTree, bytes); };
+  EXPECT_DOUBLE_EQ(at(8192), 2.0);
+  EXPECT_NEAR(at(16384), 1.0, 1e-12) << "geometric between the points";
+  EXPECT_NEAR(at(65536), std::sqrt(0.5), 1e-12) << "one octave past the last: half faded";
+  EXPECT_DOUBLE_EQ(at(32768 * 4), 1.0) << "two octaves past: none";
+  EXPECT_DOUBLE_EQ(at(2048), 1.0) << "two octaves below the first: none";
+  EXPECT_DOUBLE_EQ(correction(m, CollKind::kAllreduce, Algo::kRing, 8192), 1.0);
+  EXPECT_DOUBLE_EQ(correction(m, CollKind::kAllgather, Algo::kTree, 8192), 1.0);
+  CostInputs in;
+  in.nranks = 4;
+  in.bytes = 8192;
+  EXPECT_DOUBLE_EQ(predict_us(m, Algo::kTree, in), 2 * predict_us(plain, Algo::kTree, in));
 }
 
 TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {

@@ -1,0 +1,86 @@
+// EFACOLL_TUNE=calibrate, second part: each algorithm runs at a few sizes between the latency-
+// and the bandwidth-bound regimes, where the choice is closest, and its measured time over the
+// model's prediction becomes a correction the model applies around those sizes. The link figures
+// cannot see what one algorithm's pattern costs on this machine (pairwise whole-vector exchanges,
+// a tree's many small messages); these points do. Rank 0's factors are used by all.
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "common/log.h"
+#include "efacoll/engine.h"
+#include "tune/algo.h"
+
+namespace efacoll {
+
+Status Comm::calibrate_algorithms() {
+  if (size_ < 2) return Status::ok();
+  static constexpr size_t kSizes[] = {8 << 10, 32 << 10, 128 << 10, 512 << 10};
+  constexpr int kRepeats = 5;
+  const size_t most = kSizes[3];
+  std::vector<float> send(most / sizeof(float), 1.f), recv(send.size());
+  std::vector<size_t> counts(size_);
+  struct Point {
+    CollKind kind;
+    Algo algo;
+    size_t bytes;
+  };
+  std::vector<Point> points;
+  std::vector<double> factors;
+  const AlgoOverrides saved = engine_->config_.algo;
+  Status st;
+  for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kRecursive}) {
+      if (!algo_applies(algo, kind, hier_per_node_ > 0)) continue;
+      engine_->config_.algo = AlgoOverrides();
+      (kind == CollKind::kAllreduce   ? engine_->config_.algo.allreduce
+       : kind == CollKind::kAllgather ? engine_->config_.algo.allgather
+                                      : engine_->config_.algo.reduce_scatter) = algo;
+      for (size_t bytes : kSizes) {
+        CollArgs a;
+        a.kind = kind;
+        a.sendbuf = send.data();
+        a.recvbuf = recv.data();
+        a.dtype = DType::kFloat32;
+        a.op = ROp::kSum;
+        const size_t count = bytes / sizeof(float);
+        a.count = kind == CollKind::kAllreduce ? count : count / size_;
+        counts.assign(size_, count / size_);
+        a.recvcounts = counts.data();
+        std::vector<double> t;
+        for (int i = 0; i <= kRepeats && st.is_ok(); ++i) {  // the first is a warm-up
+          const auto start = std::chrono::steady_clock::now();
+          st = run_locked(a);
+          t.push_back(
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count());
+        }
+        if (!st.is_ok()) break;
+        std::sort(t.begin() + 1, t.end());
+        const double predicted = engine_->last_choice_.predicted_us;
+        points.push_back({kind, algo, bytes});
+        factors.push_back(predicted > 0 ? t[1 + kRepeats / 2] / predicted : 1);
+      }
+    }
+  }
+  engine_->config_.algo = saved;
+  tuned_.clear();
+  EFACOLL_RETURN_IF_ERROR(st);
+  std::vector<double> all(factors.size() * size_);
+  EFACOLL_RETURN_IF_ERROR(
+      host_allgather(factors.data(), factors.size() * sizeof(double), all.data()));
+  std::string text;
+  for (size_t i = 0; i < points.size(); ++i) {
+    model_.corrections.push_back(
+        {points[i].kind, points[i].algo, static_cast<double>(points[i].bytes), all[i]});
+    char part[96];
+    std::snprintf(part, sizeof(part), "%s%s %s %zu KiB x%.2f", i ? ", " : "",
+                  coll_name(points[i].kind), algo_name(points[i].algo, points[i].kind),
+                  points[i].bytes >> 10, all[i]);
+    text += part;
+  }
+  EFACOLL_INFO(kTune, "communicator %u measured/predicted: %s", id_, text.c_str());
+  return Status::ok();
+}
+
+}  // namespace efacoll
