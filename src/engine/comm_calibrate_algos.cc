@@ -16,7 +16,9 @@ namespace efacoll {
 Status Comm::calibrate_algorithms() {
   if (size_ < 2) return Status::ok();
   static constexpr size_t kSizes[] = {8 << 10, 32 << 10, 128 << 10, 512 << 10};
-  constexpr int kRepeats = 5;
+  // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
+  // stretch of the machine then falls on all of them alike.
+  constexpr int kRepeats = 7, kBatch = 3;
   const size_t most = kSizes[3];
   std::vector<float> send(most / sizeof(float), 1.f), recv(send.size());
   std::vector<size_t> counts(size_);
@@ -28,40 +30,52 @@ Status Comm::calibrate_algorithms() {
   std::vector<Point> points;
   std::vector<double> factors;
   const AlgoOverrides saved = engine_->config_.algo;
+  auto force = [&](CollKind kind, Algo algo) {
+    engine_->config_.algo = AlgoOverrides();
+    (kind == CollKind::kAllreduce   ? engine_->config_.algo.allreduce
+     : kind == CollKind::kAllgather ? engine_->config_.algo.allgather
+                                    : engine_->config_.algo.reduce_scatter) = algo;
+  };
   Status st;
   for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    std::vector<Algo> algos;
     for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kRecursive}) {
-      if (!algo_applies(algo, kind, hier_per_node_ > 0)) continue;
-      engine_->config_.algo = AlgoOverrides();
-      (kind == CollKind::kAllreduce   ? engine_->config_.algo.allreduce
-       : kind == CollKind::kAllgather ? engine_->config_.algo.allgather
-                                      : engine_->config_.algo.reduce_scatter) = algo;
-      for (size_t bytes : kSizes) {
-        CollArgs a;
-        a.kind = kind;
-        a.sendbuf = send.data();
-        a.recvbuf = recv.data();
-        a.dtype = DType::kFloat32;
-        a.op = ROp::kSum;
-        const size_t count = bytes / sizeof(float);
-        a.count = kind == CollKind::kAllreduce ? count : count / size_;
-        counts.assign(size_, count / size_);
-        a.recvcounts = counts.data();
-        std::vector<double> t;
-        for (int i = 0; i <= kRepeats && st.is_ok(); ++i) {  // the first is a warm-up
+      if (algo_applies(algo, kind, hier_per_node_ > 0)) algos.push_back(algo);
+    }
+    for (size_t bytes : kSizes) {
+      CollArgs a;
+      a.kind = kind;
+      a.sendbuf = send.data();
+      a.recvbuf = recv.data();
+      a.dtype = DType::kFloat32;
+      a.op = ROp::kSum;
+      const size_t count = bytes / sizeof(float);
+      a.count = kind == CollKind::kAllreduce ? count : count / size_;
+      counts.assign(size_, count / size_);
+      a.recvcounts = counts.data();
+      std::vector<std::vector<double>> t(algos.size());
+      std::vector<double> predicted(algos.size());
+      for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
+        for (size_t i = 0; i < algos.size() && st.is_ok(); ++i) {
+          force(kind, algos[i]);
           const auto start = std::chrono::steady_clock::now();
-          st = run_locked(a);
-          t.push_back(
+          for (int b = 0; b < kBatch && st.is_ok(); ++b) st = run_locked(a);
+          const double us =
               std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                  .count());
+                  .count() /
+              kBatch;
+          if (rep >= 0) t[i].push_back(us);
+          predicted[i] = engine_->last_choice_.predicted_us;
         }
-        if (!st.is_ok()) break;
-        std::sort(t.begin() + 1, t.end());
-        const double predicted = engine_->last_choice_.predicted_us;
-        points.push_back({kind, algo, bytes});
-        factors.push_back(predicted > 0 ? t[1 + kRepeats / 2] / predicted : 1);
+      }
+      if (!st.is_ok()) break;
+      for (size_t i = 0; i < algos.size(); ++i) {
+        std::sort(t[i].begin(), t[i].end());
+        points.push_back({kind, algos[i], bytes});
+        factors.push_back(predicted[i] > 0 ? t[i][kRepeats / 2] / predicted[i] : 1);
       }
     }
+    if (!st.is_ok()) break;
   }
   engine_->config_.algo = saved;
   tuned_.clear();
