@@ -16,6 +16,7 @@ enum class Algo : unsigned char { kAuto, kRing, kTree, kRecursive, kHier, kLl, k
 struct AlgoOverrides {
   Algo allreduce = Algo::kAuto, allgather = Algo::kAuto, reduce_scatter = Algo::kAuto;
   Algo for_kind(CollKind kind) const;
+  Algo& for_kind(CollKind kind);
 };
 
 // The tuner's pick for one call.

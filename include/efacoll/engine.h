@@ -174,7 +174,7 @@ class Comm {
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);
-  Algo node_protocol(const CollArgs& a, Algo forced, bool ll_possible);
+  Algo node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possible);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc

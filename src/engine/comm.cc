@@ -93,11 +93,19 @@ TunedChoice choose(const AlgoInputs& in, const EngineConfig& config, const CostM
   return (*tuned)[key] = tune_algo(model, in, config.algo, false);
 }
 
+// The bytes the tuner sizes a call by: allreduce the vector, allgather the result,
+// reduce-scatter the input (every block of the plan).
+size_t call_bytes(const RingArgs& ring) {
+  size_t bytes = 0;
+  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
+  return bytes;
+}
+
 AlgoInputs algo_inputs(CollKind kind, const RingArgs& ring, int hier_per_node,
                        const EngineConfig& config) {
   AlgoInputs in;
   in.kind = kind;
-  for (size_t c : ring.block_counts) in.bytes += c * ring.elem_size;
+  in.bytes = call_bytes(ring);
   in.nranks = ring.nranks;
   in.ranks_per_node = hier_per_node;
   in.small_bytes = config.rd_max_bytes;
@@ -136,9 +144,7 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfi
     }
     if (algo == Algo::kTree) {
       RingArgs tree = sub;
-      size_t bytes = 0;
-      for (size_t c : sub.block_counts) bytes += c * sub.elem_size;
-      tree.chunk_bytes = tree_chunk_bytes(bytes, sub.chunk_bytes);
+      tree.chunk_bytes = tree_chunk_bytes(call_bytes(sub), sub.chunk_bytes);
       return build_tree_allreduce(tree, s);
     }
     if (algo == Algo::kRecursive) {
@@ -243,7 +249,9 @@ Status Comm::run_locked(const CollArgs& args) {
       one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && !fabric_algo(forced);
   LlCall ll_call;
   bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
-  if (ipc && ipc_usable(args.device)) ll = node_protocol(args, forced, ll) == Algo::kLl;
+  if (ipc && ipc_usable(args.device)) {
+    ll = node_protocol(args.kind, call_bytes(plan.ring), forced, ll) == Algo::kLl;
+  }
   if (!ll && forced != Algo::kIpc &&
       plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
     return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
@@ -285,16 +293,11 @@ Status Comm::run_locked(const CollArgs& args) {
 
 // Inside one node: the low-latency protocol where it can run and is forced or predicted faster
 // than IPC direct; else IPC direct. Recorded as the call's choice.
-Algo Comm::node_protocol(const CollArgs& a, Algo forced, bool ll_possible) {
+Algo Comm::node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possible) {
   CostInputs in;
-  in.kind = a.kind;
+  in.kind = kind;
   in.nranks = size_;
-  const size_t esize = dtype_size(a.dtype);
-  if (a.kind == CollKind::kReduceScatter) {
-    for (int r = 0; r < size_; ++r) in.bytes += a.recvcounts[r] * esize;
-  } else {
-    in.bytes = a.count * esize * (a.kind == CollKind::kAllgather ? size_ : 1);
-  }
+  in.bytes = bytes;
   const double ll_us = predict_node_us(model_, Algo::kLl, in),
                ipc_us = predict_node_us(model_, Algo::kIpc, in);
   Algo pick = Algo::kIpc;
@@ -306,7 +309,7 @@ Algo Comm::node_protocol(const CollArgs& a, Algo forced, bool ll_possible) {
   c.predicted_us = pick == Algo::kLl ? ll_us : ipc_us;
   engine_->last_algorithm_ = pick == Algo::kLl ? "low-latency (IPC)" : "IPC direct";
   EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
-                coll_name(a.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
+                coll_name(kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
                 ipc_us);
   return pick;
 }

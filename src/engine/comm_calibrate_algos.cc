@@ -30,12 +30,6 @@ Status Comm::calibrate_algorithms() {
   std::vector<Point> points;
   std::vector<double> factors;
   const AlgoOverrides saved = engine_->config_.algo;
-  auto force = [&](CollKind kind, Algo algo) {
-    engine_->config_.algo = AlgoOverrides();
-    (kind == CollKind::kAllreduce   ? engine_->config_.algo.allreduce
-     : kind == CollKind::kAllgather ? engine_->config_.algo.allgather
-                                    : engine_->config_.algo.reduce_scatter) = algo;
-  };
   Status st;
   for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
     std::vector<Algo> algos;
@@ -57,7 +51,8 @@ Status Comm::calibrate_algorithms() {
       std::vector<double> predicted(algos.size());
       for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
         for (size_t i = 0; i < algos.size() && st.is_ok(); ++i) {
-          force(kind, algos[i]);
+          engine_->config_.algo = AlgoOverrides();
+          engine_->config_.algo.for_kind(kind) = algos[i];
           const auto start = std::chrono::steady_clock::now();
           for (int b = 0; b < kBatch && st.is_ok(); ++b) st = run_locked(a);
           const double us =

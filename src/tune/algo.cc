@@ -45,10 +45,14 @@ bool algo_applies(Algo a, CollKind kind, bool multi_node) {
 
 bool fabric_algo(Algo a) { return a != Algo::kAuto && a != Algo::kLl && a != Algo::kIpc; }
 
-Algo AlgoOverrides::for_kind(CollKind kind) const {
+Algo& AlgoOverrides::for_kind(CollKind kind) {
   return kind == CollKind::kAllreduce   ? allreduce
          : kind == CollKind::kAllgather ? allgather
                                         : reduce_scatter;
+}
+
+Algo AlgoOverrides::for_kind(CollKind kind) const {
+  return const_cast<AlgoOverrides*>(this)->for_kind(kind);
 }
 
 namespace {
@@ -99,21 +103,17 @@ Status parse_algo_overrides(const std::string& text, AlgoOverrides* out) {
       if (!parse_name(name, &a)) {
         return Status(Code::kInvalid, bad + "unknown algorithm '" + name + "'");
       }
-      Algo* slot = coll == "allreduce"        ? &o.allreduce
-                   : coll == "allgather"      ? &o.allgather
-                   : coll == "reduce_scatter" ? &o.reduce_scatter
-                                              : nullptr;
       const CollKind kind = coll == "allreduce"   ? CollKind::kAllreduce
                             : coll == "allgather" ? CollKind::kAllgather
                                                   : CollKind::kReduceScatter;
-      if (slot == nullptr) {
+      if (coll != "allreduce" && coll != "allgather" && coll != "reduce_scatter") {
         return Status(Code::kInvalid, bad + "unknown collective '" + coll +
                                           "' (allreduce, allgather, reduce_scatter)");
       }
       if (!algo_applies(a, kind, fabric_algo(a))) {
         return Status(Code::kInvalid, bad + name + " does not exist for " + coll);
       }
-      *slot = a;
+      o.for_kind(kind) = a;
     }
     if (end == std::string::npos) break;
     begin = end + 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace efacoll {
@@ -36,6 +37,25 @@ Status platform_model(const std::string& platform, CostModel* out) {
 
 Status parse_model(const std::string& text, CostModel* out) {
   CostModel m = *out;
+  // Every key a model file may set (the docs list them in the same order).
+  const std::map<std::string, double*> fields = {
+      {"intra_alpha_us", &m.intra.alpha_us},
+      {"intra_alpha_large_us", &m.intra.alpha_large_us},
+      {"intra_gbps", &m.intra.gbps},
+      {"intra_large_gbps", &m.intra.large_gbps},
+      {"inter_alpha_us", &m.inter.alpha_us},
+      {"inter_alpha_large_us", &m.inter.alpha_large_us},
+      {"inter_gbps", &m.inter.gbps},
+      {"inter_large_gbps", &m.inter.large_gbps},
+      {"per_message_us", &m.per_message_us},
+      {"small_message_us", &m.small_message_us},
+      {"reduce_gbps", &m.reduce_gbps},
+      {"reduce_large_gbps", &m.reduce_large_gbps},
+      {"gpu_ll_alpha_us", &m.gpu_ll.alpha_us},
+      {"gpu_ll_gbps", &m.gpu_ll.gbps},
+      {"gpu_ipc_alpha_us", &m.gpu_ipc.alpha_us},
+      {"gpu_ipc_gbps", &m.gpu_ipc.gbps},
+  };
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -59,40 +79,11 @@ Status parse_model(const std::string& text, CostModel* out) {
       return Status(Code::kInvalid, "line " + std::to_string(number) + ": " + key +
                                         " needs a positive number, not '" + value + "'");
     }
-    if (key == "intra_alpha_us")
-      m.intra.alpha_us = v;
-    else if (key == "intra_gbps")
-      m.intra.gbps = v;
-    else if (key == "inter_alpha_us")
-      m.inter.alpha_us = v;
-    else if (key == "inter_gbps")
-      m.inter.gbps = v;
-    else if (key == "per_message_us")
-      m.per_message_us = v;
-    else if (key == "reduce_gbps")
-      m.reduce_gbps = v;
-    else if (key == "intra_large_gbps")
-      m.intra.large_gbps = v;
-    else if (key == "inter_large_gbps")
-      m.inter.large_gbps = v;
-    else if (key == "reduce_large_gbps")
-      m.reduce_large_gbps = v;
-    else if (key == "intra_alpha_large_us")
-      m.intra.alpha_large_us = v;
-    else if (key == "inter_alpha_large_us")
-      m.inter.alpha_large_us = v;
-    else if (key == "small_message_us")
-      m.small_message_us = v;
-    else if (key == "gpu_ll_alpha_us")
-      m.gpu_ll.alpha_us = v;
-    else if (key == "gpu_ll_gbps")
-      m.gpu_ll.gbps = v;
-    else if (key == "gpu_ipc_alpha_us")
-      m.gpu_ipc.alpha_us = v;
-    else if (key == "gpu_ipc_gbps")
-      m.gpu_ipc.gbps = v;
-    else
+    auto it = fields.find(key);
+    if (it == fields.end()) {
       return Status(Code::kInvalid, "line " + std::to_string(number) + ": unknown key " + key);
+    }
+    *it->second = v;
   }
   *out = m;
   return Status::ok();
@@ -123,24 +114,29 @@ double log2_floor(int n) {
   return steps;
 }
 
+// at_low up to `low` bytes, at_high from `high`, geometric in between (0 on either side: the
+// other). Rates by call size and latencies by message size both change this way.
+double blend(double at_low, double at_high, double bytes, double low, double high) {
+  if (at_low <= 0) return at_high;
+  if (at_high <= 0 || bytes <= low) return at_low;
+  if (bytes >= high) return at_high;
+  const double t = (std::log2(bytes) - std::log2(low)) / (std::log2(high) - std::log2(low));
+  return at_low * std::pow(at_high / at_low, t);
+}
+
+// A per-message figure for messages of `bytes`: at_small up to 4 KiB (the providers' eager
+// paths), at_large from 16 KiB.
+double by_message(double at_small, double at_large, double bytes) {
+  return blend(at_small, at_large, bytes, 4096, 16384);
+}
+
 }  // namespace
 
 double rate_at(double gbps, double large_gbps, double call_bytes) {
-  if (large_gbps <= 0 || call_bytes <= (1 << 20)) return gbps;
-  const double t = std::min(1.0, (std::log2(call_bytes) - 20) / 4);
-  return gbps * std::pow(large_gbps / gbps, t);
+  return blend(gbps, large_gbps, call_bytes, 1 << 20, 1 << 24);
 }
 
 namespace {
-
-// A per-message figure for messages of `bytes`: at_small up to 4 KiB, at_large from 16 KiB,
-// geometric in between (0 on either side: the other).
-double by_message(double at_small, double at_large, double bytes) {
-  if (at_small <= 0) return at_large;
-  if (at_large <= 0 || bytes <= 4096) return at_small;
-  if (bytes >= 16384) return at_large;
-  return at_small * std::pow(at_large / at_small, (std::log2(bytes) - 12) / 2);
-}
 
 // The links a flat algorithm runs over: inside one node, or a ring whose channels rotate
 // across nodes (a fraction of its bytes on the fabric), or the fabric's pace throughout.
