@@ -19,34 +19,12 @@
 #include <cstring>
 #include <ctime>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "efacoll/efacoll.h"
+#include "nccl_loader.h"
 
 namespace {
-
-// The slice of NCCL's public nccl.h this program uses (values as in NCCL 2.x).
-using ncclResult_t = int;
-using ncclComm_t = struct ncclComm*;
-struct ncclUniqueId {
-  char internal[128];
-};
-constexpr int kNcclSuccess = 0, kNcclFloat32 = 7, kNcclSum = 0;
-
-struct Nccl {
-  ncclResult_t (*get_unique_id)(ncclUniqueId*);
-  ncclResult_t (*comm_init_rank)(ncclComm_t*, int, ncclUniqueId, int);
-  ncclResult_t (*all_reduce)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*all_gather)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*reduce_scatter)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*comm_destroy)(ncclComm_t);
-  const char* (*error_string)(ncclResult_t);
-  ncclResult_t (*get_version)(int*);
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  std::string version;  // empty: NCCL not usable
-};
 
 enum Coll { kAllreduce, kAllgather, kReduceScatter };  // same order as efacoll_collective
 enum Impl { kGpuEfacoll, kHostEfacoll, kNccl, kNumImpls };
@@ -69,7 +47,8 @@ struct Bench {
   float *dsend = nullptr, *drecv = nullptr;  // device
   float *hsend = nullptr, *hrecv = nullptr;  // pageable host, as an MPI user has
   bool usable[kNumImpls] = {false, true, false};
-  Nccl nccl;
+  NcclLibrary nccl;
+  cudaStream_t nccl_stream = nullptr;
 };
 
 // Timed work per size and implementation, over all repeats; at least kMinIters calls per repeat.
@@ -85,8 +64,8 @@ constexpr int kMinIters = 3, kMaxIters = 1000, kLatencySamples = 200;
 void check_cuda(cudaError_t err, const char* what) {
   if (err != cudaSuccess) fail(what, cudaGetErrorString(err));
 }
-void check_nccl(const Nccl& n, ncclResult_t rc, const char* what) {
-  if (rc != kNcclSuccess) fail(what, n.error_string ? n.error_string(rc) : "NCCL error");
+void check_nccl(const NcclLibrary& n, ncclResult_t rc, const char* what) {
+  if (rc != kNcclSuccess) fail(what, n.error_text(rc));
 }
 
 // "256M" -> 268435456; 0 on malformed input.
@@ -218,15 +197,16 @@ double busbw_factor(const Bench& b) {
 void run_once(Bench& b, Impl impl, size_t count) {
   const int n = static_cast<int>(count);
   if (impl == kNccl) {
-    Nccl& c = b.nccl;
+    NcclLibrary& c = b.nccl;
+    cudaStream_t s = b.nccl_stream;
     ncclResult_t rc =
         b.opt.coll == kAllreduce
-            ? c.all_reduce(b.dsend, b.drecv, count, kNcclFloat32, kNcclSum, c.comm, c.stream)
+            ? c.all_reduce(b.dsend, b.drecv, count, kNcclFloat32, kNcclSum, c.comm, s)
         : b.opt.coll == kAllgather
-            ? c.all_gather(b.dsend, b.drecv, count, kNcclFloat32, c.comm, c.stream)
-            : c.reduce_scatter(b.dsend, b.drecv, count, kNcclFloat32, kNcclSum, c.comm, c.stream);
+            ? c.all_gather(b.dsend, b.drecv, count, kNcclFloat32, c.comm, s)
+            : c.reduce_scatter(b.dsend, b.drecv, count, kNcclFloat32, kNcclSum, c.comm, s);
     check_nccl(c, rc, kCollNames[b.opt.coll]);
-    check_cuda(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     return;
   }
   const float* send = impl == kGpuEfacoll ? b.dsend : b.hsend;
@@ -319,38 +299,12 @@ void allocate_buffers(Bench& b, size_t max_count) {
              "cudaMemcpy");
 }
 
-// NCCL from the system library path, one communicator for the run; usable only if every rank
-// got one (a missing library on one rank must not leave the others waiting in a collective).
+// NCCL, one communicator for the run, where every rank has the library.
 void init_nccl(Bench& b) {
-  Nccl& n = b.nccl;
-  void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-  bool ok = lib != nullptr;
-  auto sym = [&](auto* fn, const char* name) {
-    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(lib ? dlsym(lib, name) : nullptr);
-    ok = ok && *fn != nullptr;
-  };
-  sym(&n.get_unique_id, "ncclGetUniqueId");
-  sym(&n.comm_init_rank, "ncclCommInitRank");
-  sym(&n.all_reduce, "ncclAllReduce");
-  sym(&n.all_gather, "ncclAllGather");
-  sym(&n.reduce_scatter, "ncclReduceScatter");
-  sym(&n.comm_destroy, "ncclCommDestroy");
-  sym(&n.error_string, "ncclGetErrorString");
-  sym(&n.get_version, "ncclGetVersion");
-  int all_ok = 0, mine = ok;
-  PMPI_Allreduce(&mine, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all_ok) return;
-  ncclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (b.rank == 0) check_nccl(n, n.get_unique_id(&id), "ncclGetUniqueId");
-  PMPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  check_nccl(n, n.comm_init_rank(&n.comm, b.nranks, id, b.rank), "ncclCommInitRank");
-  check_cuda(cudaStreamCreateWithFlags(&n.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  int v = 0;
-  n.get_version(&v);
-  // X*10000 + Y*100 + Z since 2.9 (older ones print oddly, which is harmless here).
-  n.version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-              std::to_string(v % 100);
+  if (!load_nccl_on_every_rank(&b.nccl)) return;
+  std::string error;
+  if (!init_nccl_world(&b.nccl, &error)) fail("NCCL", error.c_str());
+  check_cuda(cudaStreamCreateWithFlags(&b.nccl_stream, cudaStreamNonBlocking), "cudaStreamCreate");
   b.usable[kNccl] = true;
 }
 
@@ -541,7 +495,7 @@ int main(int argc, char** argv) {
   long long wrong = b.opt.latency ? run_latency(b) : run_sizes(b);
   if (b.usable[kNccl]) {
     b.nccl.comm_destroy(b.nccl.comm);
-    cudaStreamDestroy(b.nccl.stream);
+    cudaStreamDestroy(b.nccl_stream);
   }
   // The buffers stay: efacoll may hold memory registrations on them until MPI_Finalize.
   MPI_Finalize();

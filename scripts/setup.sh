@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
-          libhwloc-dev googletest libgtest-dev)
+          libhwloc-dev googletest libgtest-dev gnuplot-nox)  # gnuplot: efacoll-bench --plot
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -24,22 +24,7 @@ for f in "$lib" "$demo"; do
   fi
 done
 
-# Local ranks inherit mpirun's environment: nothing of the caller's may leak in.
-for v in $(compgen -e | grep -E '^(EFACOLL_|FI_PROVIDER$)'); do unset "$v"; done
-
-passed=0
-failed=0
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-
-check() { # check <ok 0|1> <description>
-  if [[ $1 == 1 ]]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $2"
-  fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/script_checks.sh"
 
 run_demo() { # run_demo <label> [VAR=VALUE...]: output in $out, exit code in $rc
   local label=$1
@@ -111,5 +96,4 @@ check $([[ $rc != 0 && $rc != 124 ]] && echo 1 || echo 0) \
 check "$(has "EFACOLL_NIC=nosuchnic: provider tcp has no such domain (it offers: ")" \
   "(d) the failure does not say which domains tcp offers"
 
-echo "$passed passed, $failed failed"
-[[ $failed == 0 ]]
+finish

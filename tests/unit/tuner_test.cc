@@ -231,6 +231,25 @@ TEST(CostModel, CalibratedCorrectionsApplyAroundTheirSizes) {
   EXPECT_DOUBLE_EQ(predict_us(m, Algo::kTree, in), 2 * predict_us(plain, Algo::kTree, in));
 }
 
+// Predictions 2 % apart: the model cannot separate them. Bandwidth-bound calls then take the
+// ring, latency-bound ones the model's faster pick.
+TEST(Tuner, NearTiesGoToTheRingOnlyForLargeCalls) {
+  for (size_t bytes : {size_t(64) << 10, size_t(4) << 20}) {
+    CostModel m = model("local");
+    const AlgoInputs in = call(CollKind::kAllgather, bytes, 4);
+    auto forced_us = [&](const char* algo) {
+      AlgoOverrides forced;
+      EXPECT_TRUE(parse_algo_overrides(algo, &forced).is_ok());
+      return tune_algo(m, in, forced).predicted_us;
+    };
+    const double ring = forced_us("ring"), rd = forced_us("rd");
+    m.corrections = {{CollKind::kAllgather, Algo::kRing, double(bytes), 1.02 * rd / ring}};
+    const TunedChoice c = tune_algo(m, in, AlgoOverrides(), true);
+    EXPECT_NEAR(forced_us("ring"), 1.02 * rd, 1e-6 * rd);
+    EXPECT_EQ(c.algo, bytes >= (1 << 20) ? Algo::kRing : Algo::kRecursive) << c.explanation;
+  }
+}
+
 TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
   const CostModel m = model("local");
   AlgoOverrides forced;

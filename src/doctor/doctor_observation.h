@@ -1,0 +1,59 @@
+// What efacoll-doctor looked at, as plain data. The checks are pure functions of it, so tests
+// feed fixture sysfs trees, made-up environments and made-up provider lists: no libfabric, no MPI.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/params.h"
+#include "topo/topology.h"
+
+namespace efacoll {
+namespace doctor {
+
+// What fi_getinfo says of one provider.
+struct ProviderProbe {
+  std::string name;       // as asked: "efa", "tcp"
+  bool found = false;     // fi_getinfo returned an RDM tagged endpoint for it
+  std::string prov_name;  // as libfabric names it: "tcp;ofi_rxm"
+  bool rma = false;       // FI_RMA: efacoll's one-sided protocol is possible
+  bool hmem = false;      // FI_HMEM: device memory accepted (GPUDirect RDMA on EFA)
+  std::vector<std::string> domains;
+};
+
+struct FabricFacts {
+  std::string version;   // "1.17" from fi_version(); empty: unknown
+  std::string path;      // the libfabric shared object actually loaded
+  std::string aws_path;  // a libfabric under /opt/amazon/efa, where AWS's installer put one
+  std::vector<std::string> offered;  // every RDM tagged provider, as libfabric lists them
+  ProviderProbe efa;                 // always asked, with FI_HMEM
+  ProviderProbe requested;           // EFACOLL_PROVIDER when it names another provider
+};
+
+// Read from a sysfs-shaped tree and a /dev-shaped tree (fixtures in tests, a container's view).
+struct NodeFacts {
+  std::string sysfs_root = "/sys";
+  std::string dev_root = "/dev";
+  Topology topo;
+  std::vector<std::string> efa_devices;     // Amazon-vendor InfiniBand devices
+  std::vector<std::string> ib_devices;      // every InfiniBand device
+  std::vector<std::string> net_interfaces;  // <sysfs>/class/net
+  bool dev_infiniband = false;              // <dev>/infiniband exists
+  int uverbs = 0;                           // <dev>/infiniband/uverbs* entries
+  bool dev_nvidia = false;                  // <dev>/nvidiactl exists (NVIDIA driver reachable)
+};
+
+constexpr uint64_t kUnlimited = UINT64_MAX;
+
+struct Observation {
+  std::string host;
+  std::string kernel;  // uname -r
+  EnvMap env;
+  NodeFacts node;
+  FabricFacts fabric;
+  std::string mpi_version;        // MPI_Get_library_version; empty: unknown
+  uint64_t memlock = kUnlimited;  // RLIMIT_MEMLOCK (soft), bytes
+};
+
+}  // namespace doctor
+}  // namespace efacoll
