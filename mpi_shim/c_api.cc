@@ -19,6 +19,23 @@ EFACOLL_EXPORT int efacoll_get_counters(efacoll_collective coll, efacoll_counter
   }
 }
 
+EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
+  try {
+    State& s = state();
+    if (out == nullptr || !engine_active()) return -1;
+    const ResourceUsage u = s.engine->resource_usage();
+    out->communicators = u.communicators;
+    out->mr_cache_entries = u.mr_cache_entries;
+    out->mr_cache_bytes = u.mr_cache_bytes;
+    out->mr_cache_capacity = u.mr_cache_capacity;
+    out->registrations = u.registrations;
+    out->thread_multiple = s.engine->config().concurrent ? 1 : 0;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 EFACOLL_EXPORT const char* efacoll_provider(void) {
   State& s = state();
   return s.engine ? s.engine->transport_info().provider.c_str() : nullptr;

@@ -29,7 +29,7 @@ struct State {
   int world_rank = -1;
   int thread_level = MPI_THREAD_SINGLE;
   int keyval = MPI_KEYVAL_INVALID;
-  std::mutex engine_mutex;  // taken only under MPI_THREAD_MULTIPLE
+  std::mutex engine_mutex;  // taken only under MPI_THREAD_MULTIPLE, by engine_lock()
   bool finalized = false;
 };
 
@@ -46,7 +46,9 @@ class ReentryGuard {
   bool reentered_;
 };
 
-// The lock the engine path needs at this thread level; a no-op below MPI_THREAD_MULTIPLE.
+// The shim's own lock for its state's teardown (MPI_Finalize); a no-op below
+// MPI_THREAD_MULTIPLE. Collectives take none here: the engine serialises itself
+// (EngineConfig::concurrent), so SINGLE and FUNNELED pay for no thread lock in the shim.
 std::unique_lock<std::mutex> engine_lock();
 
 // --- types (shim_types.cc) ---
@@ -66,8 +68,29 @@ void comm_cache_init();
 Status engine_comm(MPI_Comm comm, Comm** out);
 void comm_cache_release_all();
 
+// --- argument checks (shim_args.cc) ---
+// A rank-local argument error: the MPI error class and what is wrong; MPI_SUCCESS when none.
+struct ArgError {
+  int error_class = MPI_SUCCESS;
+  std::string message;
+  bool ok() const { return error_class == MPI_SUCCESS; }
+};
+void args_init();     // after MPI_Init; the committed-type probe
+void args_release();  // before MPI_Finalize
+ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,
+                         MPI_Op op, MPI_Comm comm);
+ArgError check_reduce_scatter(const void* sendbuf, const void* recvbuf, const int* recvcounts,
+                              MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, int recvcount,
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+ArgError check_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                         const void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
 // --- errors (shim_errors.cc) ---
 void errors_init();
+// Raises a bad argument of `call` (an MPI function name) through the communicator's error
+// handler (MPI_COMM_WORLD's for MPI_COMM_NULL); returns the MPI error code.
+int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error);
 // Raises through the communicator's error handler; returns the MPI error code. Logs the
 // message at WARN unless the caller already said it.
 int raise_error(MPI_Comm comm, const Status& status, bool log = true);

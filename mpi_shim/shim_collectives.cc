@@ -1,7 +1,7 @@
 // MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter(_block): run by the engine when it can,
 // otherwise by PMPI_* with the reason counted (GPU data staged through the host for an MPI that
-// is not CUDA-aware). Invalid arguments always go to PMPI_*, so the caller gets exactly the
-// error class (and handler) MPI itself would give.
+// is not CUDA-aware). Bad arguments are caught first (shim_args.cc) and raised here with the
+// class the standard names, before anything moves.
 #include <vector>
 
 #include "common/log.h"
@@ -11,7 +11,6 @@ namespace efacoll {
 namespace shim {
 namespace {
 
-constexpr const char* kInvalidArgument = "invalid argument";
 using Call = std::function<int(const void*, void*)>;
 
 bool is_intercomm(MPI_Comm comm) {
@@ -37,22 +36,29 @@ const char* route_obstacle(MPI_Comm comm, const CallBuffers& b) {
   return nullptr;
 }
 
+// Arguments are valid by now: only pairs the standard allows map to the engine's.
 const char* reduction_obstacle(MPI_Datatype type, MPI_Op op, DType* dtype, ROp* rop) {
   if (!map_reduce_type(type, dtype)) return "datatype";
   if (!map_op(op, rop)) return "op";
-  if (!op_allowed(*dtype, *rop)) return kInvalidArgument;  // MPI raises MPI_ERR_OP
   return nullptr;
 }
 
 int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
          const StagedSpans& spans, const Call& call) {
   stats_mpi_call(kind, reason);
-  if (reason == kInvalidArgument && b.any_gpu() && !mpi_is_cuda_aware()) {
-    // MPI rejects the arguments before touching data; still, never hand it a device pointer.
-    static char dummy[64];
-    return call(b.inplace() ? MPI_IN_PLACE : dummy, dummy);
-  }
   return staged_pmpi(comm, b, spans, call);
+}
+
+// A call that failed the argument checks: raised by us while efacoll is active. Inactive,
+// efacoll leaves MPI to judge, except where GPU buffers would reach an MPI that is not
+// CUDA-aware (no stand-in buffer is safe: MPI may accept what we reject, and then use it).
+int refuse(CollKind kind, const char* call_name, const ArgError& bad, MPI_Comm comm,
+           const CallBuffers& b, const Call& call) {
+  if (engine_active() || (b.any_gpu() && !mpi_is_cuda_aware())) {
+    return raise_arg_error(comm, call_name, bad);
+  }
+  stats_mpi_call(kind, "invalid argument");
+  return call(b.sendbuf, b.recvbuf);
 }
 
 CollArgs engine_args(CollKind kind, const CallBuffers& b) {
@@ -69,10 +75,12 @@ CollArgs engine_args(CollKind kind, const CallBuffers& b) {
   return a;
 }
 
-// Runs on the engine; a refusal before anything moved goes to MPI instead.
+// Runs on the engine; a refusal before anything moved goes to MPI instead. No lock here: under
+// MPI_THREAD_MULTIPLE the engine serialises its own state and lends its lock out while a call
+// waits, since a lock held across a whole call deadlocks threads whose calls the ranks order
+// differently (EngineConfig::concurrent).
 int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuffers& b,
                const StagedSpans& spans, const Call& call) {
-  auto lock = engine_lock();
   Comm* ec = nullptr;
   Status st = engine_comm(comm, &ec);
   if (st.is_ok()) {
@@ -85,45 +93,40 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuff
   }
   if (st.code() == Code::kUnsupported) {
     EFACOLL_TRACE(kColl, "%s goes to MPI: %s", coll_name(args.kind), st.message().c_str());
-    lock = std::unique_lock<std::mutex>();
     return pass(args.kind, "engine declined", comm, b, spans, call);
   }
   return raise_error(comm, st);
 }
 
-int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, int block,
-                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call) {
+// MPI_Reduce_scatter (recvcounts), or MPI_Reduce_scatter_block (`blocked`: `block` items for
+// every rank).
+int reduce_scatter(bool blocked, const void* sendbuf, void* recvbuf, const int* recvcounts,
+                   int block, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call) {
   ReentryGuard guard;
   if (guard.reentered()) return call(sendbuf, recvbuf);
   const CallBuffers b = locate(sendbuf, recvbuf);
+  const ArgError bad = blocked
+                           ? check_reduce_scatter_block(sendbuf, recvbuf, block, datatype, op, comm)
+                           : check_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  const char* name = blocked ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
+  if (!bad.ok()) return refuse(CollKind::kReduceScatter, name, bad, comm, b, call);
   int size = 0, rank = 0;
-  const char* why = nullptr;
-  if (comm == MPI_COMM_NULL || datatype == MPI_DATATYPE_NULL || op == MPI_OP_NULL ||
-      (recvcounts == nullptr && block < 0)) {
-    why = kInvalidArgument;
-  } else {
-    PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
-  }
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &rank);
   std::vector<size_t> counts;
   size_t total = 0;
-  for (int i = 0; !why && i < size; ++i) {
-    int c = recvcounts ? recvcounts[i] : block;
-    if (c < 0) why = kInvalidArgument;
-    counts.push_back(static_cast<size_t>(c));
-    total += static_cast<size_t>(c > 0 ? c : 0);
+  for (int i = 0; i < size; ++i) {
+    counts.push_back(static_cast<size_t>(blocked ? block : recvcounts[i]));
+    total += counts.back();
   }
-  if (!why && total > 0 && (recvbuf == nullptr || sendbuf == nullptr)) why = kInvalidArgument;
   StagedSpans spans;
-  if (!why) {
-    spans.send = span_of(static_cast<int>(total), datatype);
-    spans.recv_out = span_of(static_cast<int>(counts[rank]), datatype);
-    spans.recv_in = b.inplace() ? spans.send : spans.recv_out;
-    spans.recv_needs_input = b.inplace();
-  }
+  spans.send = span_of(static_cast<int>(total), datatype);
+  spans.recv_out = span_of(static_cast<int>(counts[rank]), datatype);
+  spans.recv_in = b.inplace() ? spans.send : spans.recv_out;
+  spans.recv_needs_input = b.inplace();
   DType dtype;
   ROp rop;
-  if (!why) why = route_obstacle(comm, b);
+  const char* why = route_obstacle(comm, b);
   if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
   if (why) return pass(CollKind::kReduceScatter, why, comm, b, spans, call);
   CollArgs args = engine_args(CollKind::kReduceScatter, b);
@@ -149,19 +152,14 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
     ReentryGuard guard;
     if (guard.reentered()) return call(sendbuf, recvbuf);
     const CallBuffers b = locate(sendbuf, recvbuf);
-    const char* why = nullptr;
-    if (comm == MPI_COMM_NULL || count < 0 || datatype == MPI_DATATYPE_NULL || op == MPI_OP_NULL ||
-        (count > 0 && (recvbuf == nullptr || sendbuf == nullptr))) {
-      why = kInvalidArgument;
-    }
+    const ArgError bad = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (!bad.ok()) return refuse(CollKind::kAllreduce, "MPI_Allreduce", bad, comm, b, call);
     StagedSpans spans;
-    if (!why) {
-      spans.send = spans.recv_in = spans.recv_out = span_of(count, datatype);
-      spans.recv_needs_input = b.inplace();
-    }
+    spans.send = spans.recv_in = spans.recv_out = span_of(count, datatype);
+    spans.recv_needs_input = b.inplace();
     DType dtype;
     ROp rop;
-    if (!why) why = route_obstacle(comm, b);
+    const char* why = route_obstacle(comm, b);
     if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
     if (why) return pass(CollKind::kAllreduce, why, comm, b, spans, call);
     CollArgs args = engine_args(CollKind::kAllreduce, b);
@@ -185,22 +183,22 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
     if (guard.reentered()) return call(sendbuf, recvbuf);
     const CallBuffers b = locate(sendbuf, recvbuf);
     const bool inplace = b.inplace();
-    const char* why = nullptr;
-    if (comm == MPI_COMM_NULL || recvcount < 0 || recvtype == MPI_DATATYPE_NULL ||
-        (!inplace && (sendcount < 0 || sendtype == MPI_DATATYPE_NULL)) ||
-        (recvcount > 0 && (recvbuf == nullptr || (!inplace && sendbuf == nullptr)))) {
-      why = kInvalidArgument;
-    }
+    const ArgError bad =
+        check_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (!bad.ok()) return refuse(CollKind::kAllgather, "MPI_Allgather", bad, comm, b, call);
+    // The receive buffer holds a block from every rank of the remote group, if inter.
     int size = 0;
-    StagedSpans spans;
-    if (!why) {
+    if (is_intercomm(comm)) {
+      PMPI_Comm_remote_size(comm, &size);
+    } else {
       PMPI_Comm_size(comm, &size);
-      if (!inplace) spans.send = span_of(sendcount, sendtype);
-      spans.recv_in = spans.recv_out = span_of(recvcount * size, recvtype);
-      spans.recv_needs_input = inplace;
     }
+    StagedSpans spans;
+    if (!inplace) spans.send = span_of(sendcount, sendtype);
+    spans.recv_in = spans.recv_out = span_of(recvcount * size, recvtype);
+    spans.recv_needs_input = inplace;
     size_t esize = 0;
-    if (!why) why = route_obstacle(comm, b);
+    const char* why = route_obstacle(comm, b);
     if (!why && !plain_type_size(recvtype, &esize)) why = "datatype";
     if (!why && !inplace && (sendtype != recvtype || sendcount != recvcount)) {
       why = "send and receive types differ";
@@ -218,7 +216,7 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
 EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter(sendbuf, recvbuf, recvcounts, -1, datatype, op, comm,
+    return reduce_scatter(false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
                           [&](const void* s, void* r) {
                             return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
                           });
@@ -230,7 +228,7 @@ EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const 
 EFACOLL_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
+    return reduce_scatter(true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
                           [&](const void* s, void* r) {
                             return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
                           });

@@ -39,10 +39,21 @@ std::set<Cached*>& live() {
   return *s;
 }
 
+// Guards live(): threads create and free communicators at once under MPI_THREAD_MULTIPLE. Taken
+// only then, and only when a communicator comes or goes, never per call.
+std::unique_lock<std::mutex> live_lock() {
+  static auto* m = new std::mutex();
+  if (state().thread_level != MPI_THREAD_MULTIPLE) return std::unique_lock<std::mutex>();
+  return std::unique_lock<std::mutex>(*m);
+}
+
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* c = static_cast<Cached*>(value);
-  live().erase(c);
-  delete c;
+  {
+    auto lock = live_lock();
+    live().erase(c);
+  }
+  delete c;  // the engine communicator takes the engine's lock itself
   return MPI_SUCCESS;
 }
 
@@ -71,6 +82,7 @@ Status engine_comm(MPI_Comm comm, Comm** out) {
                  st.to_string().c_str());
   }
   PMPI_Comm_set_attr(comm, s.keyval, cached);
+  auto lock = live_lock();
   live().insert(cached);
   *out = cached->engine_comm.get();
   return *out ? Status::ok() : st;
@@ -78,7 +90,11 @@ Status engine_comm(MPI_Comm comm, Comm** out) {
 
 void comm_cache_release_all() {
   State& s = state();
-  std::set<Cached*> all = live();
+  std::set<Cached*> all;
+  {
+    auto lock = live_lock();
+    all = live();
+  }
   for (Cached* c : all) PMPI_Comm_delete_attr(c->comm, s.keyval);
   if (s.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&s.keyval);
 }

@@ -1,5 +1,5 @@
-// Engine failures become MPI errors raised through the communicator's error handler, with
-// efacoll's message as the error string.
+// Engine failures and bad arguments become MPI errors raised through the communicator's error
+// handler, with efacoll's message as the error string.
 #include "common/log.h"
 #include "mpi_shim/shim.h"
 
@@ -7,58 +7,87 @@ namespace efacoll {
 namespace shim {
 namespace {
 
-struct ErrorCodes {
-  int other = MPI_ERR_OTHER;
-  int truncate = MPI_ERR_TRUNCATE;
-  int arg = MPI_ERR_ARG;
-  int no_mem = MPI_ERR_NO_MEM;
+// One code of our own per class we raise: only codes we added may carry our text (predefined
+// ones keep MPI's), and MPI_Error_class still gives the standard class.
+struct ClassCode {
+  int error_class;
+  const char* name;
+  int code;
 };
 
-ErrorCodes& codes() {
-  static ErrorCodes c;
-  return c;
+ClassCode* class_codes(size_t* n) {
+  static ClassCode table[] = {
+      {MPI_ERR_OTHER, "MPI_ERR_OTHER", MPI_ERR_OTHER},
+      {MPI_ERR_TRUNCATE, "MPI_ERR_TRUNCATE", MPI_ERR_TRUNCATE},
+      {MPI_ERR_ARG, "MPI_ERR_ARG", MPI_ERR_ARG},
+      {MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM", MPI_ERR_NO_MEM},
+      {MPI_ERR_COUNT, "MPI_ERR_COUNT", MPI_ERR_COUNT},
+      {MPI_ERR_BUFFER, "MPI_ERR_BUFFER", MPI_ERR_BUFFER},
+      {MPI_ERR_TYPE, "MPI_ERR_TYPE", MPI_ERR_TYPE},
+      {MPI_ERR_OP, "MPI_ERR_OP", MPI_ERR_OP},
+      {MPI_ERR_COMM, "MPI_ERR_COMM", MPI_ERR_COMM},
+  };
+  *n = sizeof(table) / sizeof(table[0]);
+  return table;
 }
 
-int add_code(int error_class) {
-  int code = error_class;
-  if (PMPI_Add_error_code(error_class, &code) != MPI_SUCCESS) return error_class;
+// The entry of `error_class`; MPI_ERR_OTHER's for a class not in the table.
+const ClassCode& entry_of(int error_class) {
+  size_t n = 0;
+  const ClassCode* table = class_codes(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (table[i].error_class == error_class) return table[i];
+  }
+  return table[0];
+}
+
+// The string is shared by every error of the code: under MPI_THREAD_MULTIPLE, two threads
+// failing at once may each read the other's text (the log line has each one's own).
+int raise_code(MPI_Comm comm, int code, std::string text, bool log) {
+  if (log) EFACOLL_WARN(kColl, "%s", text.c_str());
+  // MPI refuses longer strings (with an error of its own); the full text is in the log line.
+  if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
+  if (code > MPI_ERR_LASTCODE) PMPI_Add_error_string(code, const_cast<char*>(text.c_str()));
+  PMPI_Comm_call_errhandler(comm, code);
   return code;
 }
 
 }  // namespace
 
 void errors_init() {
-  ErrorCodes& c = codes();
-  c.other = add_code(MPI_ERR_OTHER);
-  c.truncate = add_code(MPI_ERR_TRUNCATE);
-  c.arg = add_code(MPI_ERR_ARG);
-  c.no_mem = add_code(MPI_ERR_NO_MEM);
+  size_t n = 0;
+  ClassCode* table = class_codes(&n);
+  for (size_t i = 0; i < n; ++i) {
+    int code = table[i].error_class;
+    if (PMPI_Add_error_code(table[i].error_class, &code) == MPI_SUCCESS) table[i].code = code;
+  }
 }
 
 int raise_error(MPI_Comm comm, const Status& status, bool log) {
-  ErrorCodes& c = codes();
-  int code = c.other;
+  int error_class = MPI_ERR_OTHER;
   switch (status.code()) {
     case Code::kTruncate:
-      code = c.truncate;
+      error_class = MPI_ERR_TRUNCATE;
       break;
     case Code::kInvalid:
-      code = c.arg;
+      error_class = MPI_ERR_ARG;
       break;
     case Code::kNoMemory:
-      code = c.no_mem;
+      error_class = MPI_ERR_NO_MEM;
       break;
     default:
       break;
   }
-  std::string text = "efacoll: " + status.to_string();
-  if (log) EFACOLL_WARN(kColl, "%s", text.c_str());
-  // MPI refuses longer strings (with an error of its own); the full text is in the log line.
-  if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
-  // Only codes we added may carry our text; predefined ones keep MPI's.
-  if (code > MPI_ERR_LASTCODE) PMPI_Add_error_string(code, const_cast<char*>(text.c_str()));
-  PMPI_Comm_call_errhandler(comm, code);
-  return code;
+  return raise_code(comm, entry_of(error_class).code, "efacoll: " + status.to_string(), log);
+}
+
+int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error) {
+  const ClassCode& e = entry_of(error.error_class);
+  // There is no handler to call on MPI_COMM_NULL: Open MPI 4.1 raises such errors on
+  // MPI_COMM_WORLD, and so do we.
+  if (comm == MPI_COMM_NULL) comm = MPI_COMM_WORLD;
+  return raise_code(comm, e.code,
+                    std::string("efacoll: ") + call + ": " + e.name + ": " + error.message, true);
 }
 
 }  // namespace shim

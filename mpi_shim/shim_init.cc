@@ -8,6 +8,7 @@
 #include "gpu/gpu_runtime.h"
 #include "mpi_shim/shim.h"
 #include "policy/efa_presence.h"
+#include "policy/fork_safety.h"
 #include "policy/gdr_policy.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
@@ -41,9 +42,16 @@ void configure_before_mpi(const EnvMap& env) {
   log_configure(parse_log_config(p.text(Param::kDebug), p.text(Param::kDebugSubsys),
                                  p.text(Param::kDebugFile)));
   for (const auto& problem : p.problems()) EFACOLL_WARN(kEnv, "%s", problem.c_str());
-  if (!p.flag(Param::kEnable) || !p.flag(Param::kSteerMpi)) return;
+  if (!p.flag(Param::kEnable)) return;
 
+  // Before PMPI_Init: the MPI's own libfabric reads these once, and so does ours later. Still
+  // a single thread here, so setenv races with no getenv.
   std::vector<std::string> efa = efa_devices("/sys");
+  SteeringPlan fork = plan_fork_safety(!efa.empty(), env);
+  for (const auto& kv : fork.set) setenv(kv.first.c_str(), kv.second.c_str(), 0);
+  for (const auto& m : fork.messages) EFACOLL_INFO(kEnv, "%s", m.c_str());
+  if (!p.flag(Param::kSteerMpi)) return;
+
   SteeringPlan plan =
       plan_host_mpi_steering(detect_mpi_flavor(mpi_library_version()), !efa.empty(), env);
   for (const auto& kv : plan.set) setenv(kv.first.c_str(), kv.second.c_str(), 0);
@@ -157,6 +165,9 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   config.ipc_ll_max_bytes = static_cast<size_t>(p.integer(Param::kIpcLlMax));
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
+  // Below MPI_THREAD_MULTIPLE one thread calls MPI at a time: no lock is lent out, no id
+  // confirmed (and the shim takes no lock of its own, engine_lock()).
+  config.concurrent = state().thread_level == MPI_THREAD_MULTIPLE;
   return Status::ok();
 }
 
@@ -239,6 +250,7 @@ int after_mpi_init(int rc, int provided) {
   s.thread_level = provided;
   comm_cache_init();
   errors_init();
+  args_init();
   return open_engine();
 }
 
@@ -287,6 +299,7 @@ EFACOLL_EXPORT int MPI_Finalize(void) {
       s.finalized = true;
       s.engine.reset();
     }
+    args_release();
   } catch (...) {
   }
   return PMPI_Finalize();

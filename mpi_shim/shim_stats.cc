@@ -9,9 +9,11 @@ namespace efacoll {
 namespace shim {
 namespace {
 
+// The engine's counters are atomics: every call counts, and a mutex there would be a thread
+// lock on the hot path at every thread level. Calls passed to MPI take the mutex (the reasons).
 struct CollStats {
-  Counters counters;
-  std::chrono::nanoseconds engine_time{0};
+  std::atomic<unsigned long long> engine_calls{0}, engine_bytes{0}, engine_ns{0};
+  unsigned long long mpi_calls = 0;
   std::map<std::string, unsigned long long> reasons;
 };
 
@@ -28,23 +30,27 @@ CollStats& stats(CollKind kind) {
 }  // namespace
 
 void stats_engine_call(CollKind kind, size_t bytes, std::chrono::nanoseconds time) {
-  std::lock_guard<std::mutex> lock(stats_mutex());
   CollStats& s = stats(kind);
-  s.counters.engine_calls++;
-  s.counters.engine_bytes += bytes;
-  s.engine_time += time;
+  s.engine_calls.fetch_add(1, std::memory_order_relaxed);
+  s.engine_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  s.engine_ns.fetch_add(static_cast<unsigned long long>(time.count()), std::memory_order_relaxed);
 }
 
 void stats_mpi_call(CollKind kind, const char* reason) {
   std::lock_guard<std::mutex> lock(stats_mutex());
   CollStats& s = stats(kind);
-  s.counters.mpi_calls++;
+  s.mpi_calls++;
   s.reasons[reason]++;
 }
 
 Counters stats_counters(CollKind kind) {
   std::lock_guard<std::mutex> lock(stats_mutex());
-  return stats(kind).counters;
+  const CollStats& s = stats(kind);
+  Counters c;
+  c.engine_calls = s.engine_calls.load(std::memory_order_relaxed);
+  c.engine_bytes = s.engine_bytes.load(std::memory_order_relaxed);
+  c.mpi_calls = s.mpi_calls;
+  return c;
 }
 
 void stats_print_if_enabled() {
@@ -62,9 +68,8 @@ void stats_print_if_enabled() {
       reasons += (reasons.empty() ? "" : ", ") + r.first + " x" + std::to_string(r.second);
     }
     std::fprintf(stderr, "%-16s %12llu %14llu %12.3f %10llu  %s\n",
-                 coll_name(static_cast<CollKind>(k)), s.counters.engine_calls,
-                 s.counters.engine_bytes, s.engine_time.count() / 1e6, s.counters.mpi_calls,
-                 reasons.empty() ? "-" : reasons.c_str());
+                 coll_name(static_cast<CollKind>(k)), s.engine_calls.load(), s.engine_bytes.load(),
+                 s.engine_ns.load() / 1e6, s.mpi_calls, reasons.empty() ? "-" : reasons.c_str());
   }
   std::fflush(stderr);
 }

@@ -24,6 +24,20 @@ typedef struct {
 
 /* 0 on success. */
 int efacoll_get_counters(efacoll_collective coll, efacoll_counters* out);
+
+/* What efacoll holds now: for soak tests and leak hunts. */
+typedef struct {
+  size_t communicators;             /* efacoll communicators alive */
+  size_t mr_cache_entries;          /* registrations kept across calls */
+  size_t mr_cache_bytes;            /* the memory they cover */
+  size_t mr_cache_capacity;         /* EFACOLL_MR_CACHE_ENTRIES (0: the provider needs none) */
+  unsigned long long registrations; /* made since MPI_Init, cached or for one call */
+  int thread_multiple; /* 1: MPI_THREAD_MULTIPLE, calls of several threads interleave; 0: no
+                          thread locks are taken for MPI's sake */
+} efacoll_resource_usage;
+
+/* 0 on success, -1 when efacoll is inactive. */
+int efacoll_get_resource_usage(efacoll_resource_usage* out);
 /* The libfabric provider efacoll's traffic uses, or NULL when efacoll is inactive. */
 const char* efacoll_provider(void);
 /* Forces algorithms from the next collective on, in EFACOLL_ALGO's grammar ("auto", "ring",

@@ -98,6 +98,17 @@ struct EngineConfig {
   // Between collectives, progress the provider this often (0: never). Manual-progress providers
   // (udp, EFA before libfabric 2.1) need it: a peer may still wait for our acknowledgements.
   std::chrono::microseconds idle_progress{500};
+  // Several threads may run collectives at once, on different communicators
+  // (MPI_THREAD_MULTIPLE): a host call waiting for peers lets the others' calls in, and
+  // communicator ids are agreed in two rounds (a concurrent creation may have taken one).
+  bool concurrent = false;
+};
+
+// What the engine holds now (efacoll_get_resource_usage).
+struct ResourceUsage {
+  size_t communicators = 0;
+  size_t mr_cache_entries = 0, mr_cache_bytes = 0, mr_cache_capacity = 0;
+  uint64_t registrations = 0;  // made since start, cached or for one call
 };
 
 class Comm;
@@ -128,6 +139,7 @@ class Engine {
   const char* last_algorithm() const { return last_algorithm_; }
   double last_predicted_us() const { return last_choice_.predicted_us; }
   const TunedChoice& last_choice() const { return last_choice_; }
+  ResourceUsage resource_usage();
 
  private:
   friend class Comm;
@@ -135,6 +147,10 @@ class Engine {
   // parent's cost model instead of calibrating.
   Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit);
   Status ensure_stage(size_t bytes);
+  // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
+  // on it (false: another creation on this process took it first; try again).
+  void offer_comm_ids(uint8_t* bitmap, bool nested);
+  bool take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status* st);
   void idle_progress_loop();
 
   std::unique_ptr<Transport> transport_;
@@ -145,8 +161,11 @@ class Engine {
   uint64_t stage_id_ = 0;
   std::unique_ptr<MrCache> mr_cache_;  // null: the provider wants no registrations
   std::bitset<4096> comm_ids_in_use_;
-  uint64_t next_allocation_id_ = 1;  // identities of the engine's own buffers in mr_cache_
-  std::mutex busy_;  // held by a running collective; the idle progress thread only try_locks it
+  std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
+  uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_
+  // Held by a running collective (released while a host call waits, when config_.concurrent);
+  // the idle progress thread only try_locks it.
+  std::mutex busy_;
   TunedChoice last_choice_;
   const char* last_algorithm_ = "none";
   std::atomic<bool> stopping_{false};
@@ -203,6 +222,9 @@ class Comm {
   int rank_, size_;
   uint32_t id_;
   uint32_t seq_ = 0;
+  // The engine's lock while run() holds it and may lend it out (see EngineConfig::concurrent).
+  std::unique_lock<std::mutex>* yield_lock_ = nullptr;
+  bool nested_ = false;  // made inside a collective of its parent, whose lock covers it
   std::vector<uint64_t> peers_;
   std::vector<uint8_t> scratch_;
   uint64_t scratch_id_ = 0;

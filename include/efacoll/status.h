@@ -13,6 +13,7 @@ enum class Code {
   kFabric,       // libfabric reported an error
   kTimeout,      // a peer did not answer before EFACOLL_TIMEOUT
   kTruncate,     // a message larger than its receive buffer arrived
+  kMismatch,     // ranks made different calls (collective, type, op or count)
   kNoMemory,
   kCuda,
   kInternal,

@@ -18,6 +18,8 @@ const char* code_name(Code code) {
       return "timeout";
     case Code::kTruncate:
       return "message truncated";
+    case Code::kMismatch:
+      return "mismatched call";
     case Code::kNoMemory:
       return "out of memory";
     case Code::kCuda:

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "core/call_signature.h"
 #include "transport/tag.h"
 
 namespace efacoll {
@@ -52,7 +53,10 @@ class Executor {
   bool on_gpu(BufId id) const;
   void release(uint32_t index);
   Status fail_with_cleanup(Status error);
+  Status op_error(const Op& op, const Status& status) const;
+  Status in_context(const Status& status) const;
   std::string timeout_message() const;
+  bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
 
   uint8_t* resolve(const BufRef& ref) const;
   const MemRegion* region_of(BufId id) const;
@@ -66,11 +70,15 @@ class Executor {
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready_;
   std::vector<uint32_t> deferred_;
   size_t done_ = 0;
+  size_t answered_ = 0;  // receives and local operations completed
   size_t in_flight_ = 0;
   // Sends and receives in flight, each bounded by ctx_.max_posted. Separately: receives that
   // fill the queue must never keep out the sends that peers' receives wait for.
   size_t posted_[2] = {0, 0};
   Status error_;
+  // The first mismatch found (kMismatch). The schedule still runs to its end, its later sends
+  // marked as poison, so that every peer waiting on this rank learns of it instead of timing out.
+  Status mismatch_;
 };
 
 uint8_t* Executor::resolve(const BufRef& ref) const {
@@ -106,27 +114,68 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
   slot->posted = false;
   slot->executor->in_flight_--;
   if (slot->network) slot->executor->posted_[slot->is_recv]--;
+  if (!slot->network || slot->is_recv) slot->executor->answered_++;
   slot->executor->finish(slot->index, status, bytes);
+}
+
+// A message from a rank in another call: a signature that differs (or poison), a length that
+// differs, or a message too long for its receive. Noted once; the operation then counts as done.
+bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes) {
+  std::string why;
+  if (status.code() == Code::kTruncate) {
+    why = status.message();
+  } else if (!status.is_ok()) {
+    return false;
+  } else if (const uint32_t theirs = tag_signature(slot.tag); theirs != ctx_.signature) {
+    // A two-sided send reports its own tag: poison there is ours, already noted.
+    if (op.kind == OpKind::kSend && theirs == kPoisonSignature) return true;
+    why = describe_mismatch(ctx_.signature, theirs, op.peer);
+  } else if (op.kind == OpKind::kRecv && bytes != op.bytes) {
+    why = "expected " + std::to_string(op.bytes) + " bytes from rank " + std::to_string(op.peer) +
+          ", got " + std::to_string(bytes) + ": a different count there";
+  } else {
+    return false;
+  }
+  if (mismatch_.is_ok()) {
+    mismatch_ = Status(Code::kMismatch, ctx_.what + ": step " + std::to_string(op.step) + ": " +
+                                            why + " (every rank must make the same call)");
+  }
+  return true;
 }
 
 void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   const Op& op = s_.ops[index];
-  if (status.is_ok() && op.kind == OpKind::kRecv && bytes != op.bytes) {
-    if (error_.is_ok()) {
-      error_ =
-          Status(Code::kTruncate, ctx_.what + ": step " + std::to_string(op.step) + " expected " +
-                                      std::to_string(op.bytes) + " bytes from rank " +
-                                      std::to_string(op.peer) + ", got " + std::to_string(bytes) +
-                                      " (do all ranks pass the same count?)");
-    }
+  const bool network = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+  if (network && mismatched(op, slots_[index], status, bytes)) {
+    // Counted as done below: the data is not trusted, the schedule goes on.
   } else if (!status.is_ok() && error_.is_ok()) {
-    error_ =
-        Status(status.code(), ctx_.what + ": step " + std::to_string(op.step) + " " +
-                                  (op.kind == OpKind::kSend ? "send to" : "receive from") +
-                                  " rank " + std::to_string(op.peer) + ": " + status.message());
+    error_ = op_error(op, status);
   }
   ++done_;
   release(index);
+}
+
+// A failure no single operation owns (progress itself failed), placed at the earliest step
+// still in flight.
+Status Executor::in_context(const Status& status) const {
+  uint32_t step = UINT32_MAX;
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    if (slots_[i].posted) step = std::min(step, s_.ops[i].step);
+  }
+  return Status(status.code(), ctx_.what + ": step " +
+                                   (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
+                                   ": " + status.message());
+}
+
+// An operation's failure, whether at posting or at completion, said with the collective, the
+// communicator, the step and the peer.
+Status Executor::op_error(const Op& op, const Status& status) const {
+  std::string what = "local copy";
+  if (op.kind == OpKind::kSend) what = "send to rank " + std::to_string(op.peer);
+  if (op.kind == OpKind::kRecv) what = "receive from rank " + std::to_string(op.peer);
+  if (op.kind == OpKind::kReduce) what = "local reduction";
+  return Status(status.code(), ctx_.what + ": step " + std::to_string(op.step) + " " + what + ": " +
+                                   status.message());
 }
 
 void Executor::release(uint32_t index) {
@@ -155,7 +204,9 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
     case OpKind::kRecv: {
       PeerAddr peer = (*ctx_.peers)[op.peer];
       const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
-      uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id);
+      const uint32_t signature = mismatch_.is_ok() ? ctx_.signature : kPoisonSignature;
+      const uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id, signature);
+      slot->ignore = kSignatureMask;
       return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
                                                              region_of(op.src.buf), slot)
                                       : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
@@ -199,15 +250,24 @@ Status Executor::start(uint32_t index) {
 }
 
 std::string Executor::timeout_message() const {
-  std::set<int> silent;
+  std::set<int> silent, unacked;
   uint32_t step = UINT32_MAX;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     if (!slots_[i].posted) continue;
     step = std::min(step, s_.ops[i].step);
     if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
+    if (s_.ops[i].kind == OpKind::kSend) unacked.insert(s_.ops[i].peer);
   }
+  // Only sends left (a link that went down): their peers are the ones that did not answer.
+  const bool sends_only = silent.empty() && !unacked.empty();
+  if (sends_only) silent = unacked;
   std::string ranks;
   for (int r : silent) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  if (sends_only) ranks += " (did not take our sends)";
+  if (!mismatch_.is_ok())
+    return mismatch_.message() + "; then no progress for " +
+           std::to_string(ctx_.timeout.count() / 1000) + " s (EFACOLL_TIMEOUT), waiting on ranks " +
+           ranks;
   return ctx_.what + ": no progress for " + std::to_string(ctx_.timeout.count() / 1000) +
          " s (EFACOLL_TIMEOUT) at step " +
          (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
@@ -222,9 +282,19 @@ Status Executor::fail_with_cleanup(Status error) {
     }
   }
   // Wait for the cancellations, so that no buffer is written after we return.
-  auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto now = std::chrono::steady_clock::now();
+  const auto drain_until = now + std::chrono::seconds(5);
+  // Cancellations complete at once; what is left after that is sends, which only read our
+  // buffers and which some providers cannot cancel (tcp;ofi_rxm keeps those to a peer that died
+  // queued forever), or, after a timeout, operations silent for EFACOLL_TIMEOUT already
+  // (udp;ofi_rxd cannot cancel a receive it has begun to match). Waiting on them would only
+  // delay the error past the timeout.
+  const auto short_until = now + std::chrono::milliseconds(100);
+  const bool timed_out = error.code() == Code::kTimeout;
   IdleBackoff backoff;
   while (in_flight_ > 0 && std::chrono::steady_clock::now() < drain_until) {
+    if ((timed_out || in_flight_ == posted_[0]) && std::chrono::steady_clock::now() > short_until)
+      break;
     int n = 0, m = 0;
     if (!ctx_.transport->progress(&n).is_ok() || !ctx_.local->progress(&m).is_ok()) break;
     if (n + m == 0) backoff.idle();
@@ -246,8 +316,12 @@ Status Executor::run() {
   }
   IdleBackoff backoff;
   auto last_progress = std::chrono::steady_clock::now();
+  size_t answered_seen = 0;
+  size_t done_seen = 0;
   while (done_ < s_.ops.size()) {
-    bool moved = false;
+    // Another thread's progress() may have run our completions while we waited unlocked.
+    bool moved = done_ != done_seen;
+    done_seen = done_;
     // Operations a full queue turned away: retried after progress. Later ones still start
     // (a local reduction, or a send while receives fill their queue).
     deferred_.clear();
@@ -260,28 +334,41 @@ Status Executor::run() {
         deferred_.push_back(index);
         continue;
       }
-      if (!st.is_ok()) error_ = st;
+      if (!st.is_ok()) error_ = op_error(s_.ops[index], st);
       moved = true;
     }
     for (uint32_t index : deferred_) ready_.push(index);
     int completed = 0, local_completed = 0;
     Status st = ctx_.transport->progress(&completed);
-    if (!st.is_ok() && error_.is_ok()) error_ = st;
+    if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
     st = ctx_.local->progress(&local_completed);
-    if (!st.is_ok() && error_.is_ok()) error_ = st;
+    if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
     completed += local_completed;
     if (!error_.is_ok()) return fail_with_cleanup(error_);
     if (completed > 0 || moved) {
       backoff.reset();
-      last_progress = std::chrono::steady_clock::now();
-      continue;
+      // What arrived, and local work, is progress; sends finishing (and the sends they let
+      // start) are not while receives wait: draining a backlog of sends to a live peer must not
+      // hide, past EFACOLL_TIMEOUT, the peer that stopped answering.
+      const auto now = std::chrono::steady_clock::now();
+      if (answered_ != answered_seen || posted_[1] == 0) last_progress = now;
+      answered_seen = answered_;
+      if (now - last_progress <= ctx_.timeout) continue;
     }
-    backoff.idle();
+    if (ctx_.yield_lock) {
+      // A waiting thread gets in at the latest when the backoff starts yielding the CPU.
+      ctx_.yield_lock->unlock();
+      backoff.idle();
+      ctx_.yield_lock->lock();
+    } else {
+      backoff.idle();
+    }
     if (std::chrono::steady_clock::now() - last_progress > ctx_.timeout) {
-      return fail_with_cleanup(Status(Code::kTimeout, timeout_message()));
+      return fail_with_cleanup(
+          Status(mismatch_.is_ok() ? Code::kTimeout : Code::kMismatch, timeout_message()));
     }
   }
-  return error_;
+  return error_.is_ok() ? mismatch_ : error_;
 }
 
 }  // namespace

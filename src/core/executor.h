@@ -2,6 +2,7 @@
 // progresses completions, and yields the CPU when nothing moves.
 #pragma once
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,15 @@ struct ExecContext {
   uint32_t seq = 0;
   DType dtype = DType::kByte;
   ROp op = ROp::kSum;
+  uint32_t signature = 0;  // call_signature(): carried by every message, checked on arrival
   // Fails when no operation completes for this long.
   std::chrono::milliseconds timeout{300000};
   size_t max_posted = SIZE_MAX;  // sends and receives in flight at once (TransportInfo)
   std::string what;              // "allreduce on communicator 3", for error messages
+  // Held by the caller around the run; released while waiting for peers, so that collectives
+  // of other threads on other communicators (MPI_THREAD_MULTIPLE) can move meanwhile: their
+  // peers may be the ones we wait for. nullptr: held throughout.
+  std::unique_lock<std::mutex>* yield_lock = nullptr;
 };
 
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);

@@ -190,6 +190,9 @@ Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
     : engine_(engine), rank_(rank), size_(size), id_(id) {}
 
 Comm::~Comm() {
+  // Other threads may be running collectives (MPI_Comm_free under MPI_THREAD_MULTIPLE).
+  std::unique_lock<std::mutex> busy(engine_->busy_, std::defer_lock);
+  if (!nested_) busy.lock();
   hier_.reset();
   ipc_.reset();
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
@@ -219,8 +222,14 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 }
 
 Status Comm::run(const CollArgs& args) {
-  std::lock_guard<std::mutex> busy(engine_->busy_);
-  return run_locked(args);
+  std::unique_lock<std::mutex> busy(engine_->busy_);
+  // Host calls lend the lock out while they wait for peers. GPU calls keep it: they share the
+  // device's streams and the staging slots with every communicator.
+  const bool host = !is_gpu(args.recv_mem) && (args.inplace || !is_gpu(args.send_mem));
+  yield_lock_ = engine_->config_.concurrent && host ? &busy : nullptr;
+  Status st = run_locked(args);
+  yield_lock_ = nullptr;
+  return st;
 }
 
 // Also the entry of a hierarchical call's phases, which run on sub-communicators.

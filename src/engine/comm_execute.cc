@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "core/call_signature.h"
 #include "core/executor.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
@@ -51,28 +52,30 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
 
   // Register what the network touches: the stage when staged, otherwise the buffers themselves.
   MrCache* mrs = engine_->mr_cache_.get();
+  MrCache::Call held;
   if (mrs) {
     const MemKind kind = gpu ? MemKind::kDevice : MemKind::kHost;
     Status st;
     if (staged) {
-      st = mrs->acquire(bufs.stage, engine_->stage_bytes_, engine_->stage_id_, MemKind::kPinnedHost,
-                        -1, &bufs.stage_mr);
+      st = mrs->acquire(&held, bufs.stage, engine_->stage_bytes_, engine_->stage_id_,
+                        MemKind::kPinnedHost, -1, &bufs.stage_mr);
     } else {
       // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
       // cannot be identified across calls (identity 0): registered for this call only.
       const size_t scratch_size = gpu ? gpu_scratch_bytes_ : scratch_.size();
-      st = mrs->acquire(bufs.scratch, scratch_size, scratch_id_, kind, device, &bufs.scratch_mr);
+      st = mrs->acquire(&held, bufs.scratch, scratch_size, scratch_id_, kind, device,
+                        &bufs.scratch_mr);
       if (st.is_ok())
-        st = mrs->acquire(bufs.recv, recv_bytes, gpu ? args.recv_buffer_id : 0, kind, device,
+        st = mrs->acquire(&held, bufs.recv, recv_bytes, gpu ? args.recv_buffer_id : 0, kind, device,
                           &bufs.recv_mr);
       if (st.is_ok() && !args.inplace) {
-        st = mrs->acquire(bufs.send, send_bytes, gpu ? args.send_buffer_id : 0, kind, device,
+        st = mrs->acquire(&held, bufs.send, send_bytes, gpu ? args.send_buffer_id : 0, kind, device,
                           &bufs.send_mr);
       }
       if (args.inplace) bufs.send_mr = bufs.recv_mr;
     }
     if (!st.is_ok()) {
-      mrs->end_call();
+      mrs->end_call(&held);
       return st;
     }
   }
@@ -86,8 +89,15 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.seq = seq_++;
   ctx.dtype = args.dtype;
   ctx.op = args.op;
+  size_t count = args.count;  // reduce-scatter: the whole input
+  if (args.kind == CollKind::kReduceScatter) {
+    count = 0;
+    for (int r = 0; r < size_; ++r) count += args.recvcounts[r];
+  }
+  ctx.signature = call_signature(args.kind, args.dtype, args.op, count);
   ctx.timeout = engine_->config_.timeout;
   ctx.max_posted = engine_->transport_->info().max_posted;
+  ctx.yield_lock = yield_lock_;
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
              " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
              std::to_string(size_) + ")";
@@ -98,7 +108,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   // The result must be visible to any later work on any stream before we return.
   Status done = local->finish();
   if (result.is_ok()) result = done;
-  if (mrs) mrs->end_call();
+  if (mrs) mrs->end_call(&held);
   return result;
 }
 

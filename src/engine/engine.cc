@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "common/log.h"
@@ -79,66 +80,167 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
   return create_comm(bootstrap, out, nullptr);
 }
 
+namespace {
+
+// busy_, for the engine's own state, unless this thread holds it already: a creation nested in
+// a collective of its parent.
+class StateLock {
+ public:
+  StateLock(std::mutex& m, bool held) : lock_(m, std::defer_lock) {
+    if (!held) lock_.lock();
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+// The round's choice among the ids free on every member: the lowest first; later rounds (after
+// a clash with another thread's creation) a pseudo-random one, so that two creations that took
+// the same id from each other on different processes part ways.
+uint32_t pick_comm_id(const std::vector<uint8_t>& free_everywhere, int round, uint32_t nonce) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < kMaxCommIds; ++i) {
+    if (free_everywhere[i / 8] & (1u << (i % 8))) ids.push_back(i);
+  }
+  if (ids.empty()) return kMaxCommIds;
+  if (round == 0) return ids[0];
+  const uint64_t h = (static_cast<uint64_t>(nonce) + round) * 0x9E3779B97F4A7C15ull;
+  return ids[(h >> 32) % ids.size()];
+}
+
+}  // namespace
+
+void Engine::offer_comm_ids(uint8_t* bitmap, bool nested) {
+  StateLock lock(busy_, nested);
+  for (uint32_t id = 0; id < kMaxCommIds; ++id) {
+    if (!comm_ids_in_use_[id] && !comm_ids_reserved_[id])
+      bitmap[id / 8] |= static_cast<uint8_t>(1u << (id % 8));
+  }
+}
+
+// Without concurrent creations, an id free everywhere when offered is still free. With them,
+// a second round confirms that no other creation on any member took it in the meantime.
+bool Engine::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status* st) {
+  if (!config_.concurrent) {
+    StateLock lock(busy_, nested);
+    comm_ids_in_use_[id] = true;
+    return true;
+  }
+  uint8_t ok = 0;
+  {
+    StateLock lock(busy_, nested);
+    ok = !comm_ids_in_use_[id] && !comm_ids_reserved_[id];
+    if (ok) comm_ids_reserved_[id] = true;
+  }
+  std::vector<uint8_t> oks(bootstrap.size());
+  *st = bootstrap.allgather(&ok, 1, oks.data());
+  const bool all = st->is_ok() && std::all_of(oks.begin(), oks.end(), [](uint8_t v) { return v; });
+  StateLock lock(busy_, nested);
+  if (ok) comm_ids_reserved_[id] = false;
+  if (all) comm_ids_in_use_[id] = true;
+  return all;
+}
+
 Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
                            const CostModel* inherit) {
   const int n = bootstrap.size();
   if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
     return Status(Code::kUnsupported, "communicator larger than the tag can address");
   }
-  // One blob per rank: which communicator ids are free here, then the endpoint address.
-  std::vector<uint8_t> address = transport_->local_address();
+  const bool nested = inherit != nullptr;
+  // One blob per rank: which communicator ids are free here, a random number, then the endpoint
+  // address and the node.
+  std::vector<uint8_t> address;
+  {
+    StateLock lock(busy_, nested);
+    address = transport_->local_address();
+  }
   const size_t id_bytes = kMaxCommIds / 8;
   constexpr size_t kHostBytes = 64;
-  const size_t blob_bytes = id_bytes + sizeof(uint32_t) + 256 + kHostBytes;
+  const size_t nonce_at = id_bytes, len_at = nonce_at + sizeof(uint32_t);
+  const size_t blob_bytes = len_at + sizeof(uint32_t) + 256 + kHostBytes;
   if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
   std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
-  for (uint32_t id = 0; id < kMaxCommIds; ++id) {
-    if (!comm_ids_in_use_[id]) mine[id / 8] |= static_cast<uint8_t>(1u << (id % 8));
-  }
+  const uint32_t nonce = static_cast<uint32_t>(std::random_device()());
+  std::memcpy(&mine[nonce_at], &nonce, sizeof(nonce));
   uint32_t len = static_cast<uint32_t>(address.size());
-  std::memcpy(&mine[id_bytes], &len, sizeof(len));
-  std::memcpy(&mine[id_bytes + sizeof(len)], address.data(), address.size());
+  std::memcpy(&mine[len_at], &len, sizeof(len));
+  std::memcpy(&mine[len_at + sizeof(len)], address.data(), address.size());
   char host[kHostBytes] = {};
   gethostname(host, kHostBytes - 1);
   const std::string node = config_.node_name.empty() ? host : config_.node_name;
   std::memcpy(&mine[blob_bytes - kHostBytes], node.data(), std::min(node.size(), kHostBytes - 1));
-  EFACOLL_RETURN_IF_ERROR(bootstrap.allgather(mine.data(), blob_bytes, all.data()));
 
-  std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
+  // Every member computes the same choice from the same blobs, so all fail or all succeed.
+  constexpr int kIdRounds = 8;
+  uint32_t id = kMaxCommIds;
+  for (int round = 0; round < kIdRounds && id == kMaxCommIds; ++round) {
+    std::fill(mine.begin(), mine.begin() + id_bytes, 0);
+    offer_comm_ids(mine.data(), nested);
+    EFACOLL_RETURN_IF_ERROR(bootstrap.allgather(mine.data(), blob_bytes, all.data()));
+    std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= all[blob_bytes * r + i];
+    }
+    uint32_t rank0_nonce = 0;
+    std::memcpy(&rank0_nonce, &all[nonce_at], sizeof(rank0_nonce));
+    const uint32_t pick = pick_comm_id(free_everywhere, round, rank0_nonce);
+    if (pick == kMaxCommIds) break;
+    Status st;
+    if (take_comm_id(bootstrap, pick, nested, &st)) id = pick;
+    EFACOLL_RETURN_IF_ERROR(st);
+  }
+  if (id == kMaxCommIds)
+    return Status(Code::kUnsupported, "no communicator id free on every member");
+
   bool one_node = true;
   std::vector<std::string> nodes(n);
   std::vector<std::vector<uint8_t>> addresses(n);
   for (int r = 0; r < n; ++r) {
     const uint8_t* blob = &all[blob_bytes * r];
-    for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= blob[i];
-    std::memcpy(&len, blob + id_bytes, sizeof(len));
-    addresses[r].assign(blob + id_bytes + sizeof(len), blob + id_bytes + sizeof(len) + len);
+    std::memcpy(&len, blob + len_at, sizeof(len));
+    addresses[r].assign(blob + len_at + sizeof(len), blob + len_at + sizeof(len) + len);
     one_node = one_node && std::memcmp(blob + blob_bytes - kHostBytes,
                                        &all[blob_bytes - kHostBytes], kHostBytes) == 0;
     nodes[r] = reinterpret_cast<const char*>(blob + blob_bytes - kHostBytes);
   }
-  uint32_t id = kMaxCommIds;
-  for (uint32_t i = 0; i < kMaxCommIds && id == kMaxCommIds; ++i) {
-    if (free_everywhere[i / 8] & (1u << (i % 8))) id = i;
-  }
-  // Every member computed the same answer from the same blobs, so all fail or all succeed.
-  if (id == kMaxCommIds)
-    return Status(Code::kUnsupported, "no communicator id free on every member");
 
+  // From here the id is ours: the communicator gives it back when it goes.
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
+  comm->nested_ = nested;
   comm->one_node_ = one_node;
   comm->hier_per_node_ = equal_contiguous_nodes(nodes);
-  EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
-  comm_ids_in_use_[id] = true;
+  {
+    StateLock lock(busy_, nested);
+    EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
+  }
   comm->model_ = inherit ? *inherit : config_.model;
   if (config_.tune && config_.calibrate && !inherit) {
-    std::lock_guard<std::mutex> busy(busy_);
-    EFACOLL_RETURN_IF_ERROR(comm->calibrate());
-    EFACOLL_RETURN_IF_ERROR(comm->calibrate_algorithms());
+    std::unique_lock<std::mutex> busy(busy_);
+    comm->yield_lock_ = config_.concurrent ? &busy : nullptr;
+    Status st = comm->calibrate();
+    // Kept while it measures the algorithms: it forces them engine-wide meanwhile.
+    comm->yield_lock_ = nullptr;
+    if (st.is_ok()) st = comm->calibrate_algorithms();
+    busy.unlock();  // before ~Comm on failure, which takes it
+    EFACOLL_RETURN_IF_ERROR(st);
   }
   EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);
   *out = std::move(comm);
   return Status::ok();
+}
+
+ResourceUsage Engine::resource_usage() {
+  std::lock_guard<std::mutex> busy(busy_);
+  ResourceUsage u;
+  u.communicators = comm_ids_in_use_.count();
+  if (mr_cache_) {
+    u.mr_cache_entries = mr_cache_->cached();
+    u.mr_cache_bytes = mr_cache_->cached_bytes();
+    u.mr_cache_capacity = mr_cache_->capacity();
+    u.registrations = mr_cache_->registrations();
+  }
+  return u;
 }
 
 }  // namespace efacoll

@@ -3,12 +3,11 @@
 namespace efacoll {
 
 MrCache::~MrCache() {
-  end_call();
   for (auto& e : entries_) transport_->deregister_memory(&e.region);
 }
 
-Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, MemKind kind, int device,
-                        const MemRegion** region) {
+Status MrCache::acquire(Call* call, const void* ptr, size_t bytes, uint64_t identity, MemKind kind,
+                        int device, const MemRegion** region) {
   *region = nullptr;
   if (ptr == nullptr || bytes == 0) return Status::ok();
   const auto begin = reinterpret_cast<uintptr_t>(ptr);
@@ -17,6 +16,8 @@ Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, MemKin
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->identity == identity && it->begin <= begin && end <= it->end) {
         entries_.splice(entries_.begin(), entries_, it);
+        it->users++;
+        call->held.push_back(&*it);
         *region = &it->region;
         return Status::ok();
       }
@@ -27,22 +28,29 @@ Status MrCache::acquire(const void* ptr, size_t bytes, uint64_t identity, MemKin
       transport_->register_memory(const_cast<void*>(ptr), bytes, kind, device, &fresh));
   ++registrations_;
   if (identity == 0) {
-    call_regions_.push_back(fresh);
-    *region = &call_regions_.back();
+    call->regions.push_back(fresh);
+    *region = &call->regions.back();
     return Status::ok();
   }
-  entries_.push_front({begin, end, identity, fresh});
+  entries_.push_front({begin, end, identity, fresh, 1});
+  call->held.push_back(&entries_.front());
   *region = &entries_.front().region;
   return Status::ok();
 }
 
 // Eviction waits for the end of the call: a region handed out must outlive the call.
-void MrCache::end_call() {
-  for (auto& r : call_regions_) transport_->deregister_memory(&r);
-  call_regions_.clear();
-  while (entries_.size() > capacity_) {
-    transport_->deregister_memory(&entries_.back().region);
-    entries_.pop_back();
+void MrCache::end_call(Call* call) {
+  for (auto& r : call->regions) transport_->deregister_memory(&r);
+  call->regions.clear();
+  for (Entry* e : call->held) e->users--;
+  call->held.clear();
+  size_t excess = entries_.size() > capacity_ ? entries_.size() - capacity_ : 0;
+  for (auto it = entries_.end(); excess > 0 && it != entries_.begin();) {
+    --it;
+    if (it->users > 0) continue;
+    transport_->deregister_memory(&it->region);
+    it = entries_.erase(it);
+    --excess;
   }
 }
 
@@ -55,6 +63,12 @@ void MrCache::forget(uint64_t identity) {
       ++it;
     }
   }
+}
+
+size_t MrCache::cached_bytes() const {
+  size_t total = 0;
+  for (const auto& e : entries_) total += e.end - e.begin;
+  return total;
 }
 
 }  // namespace efacoll

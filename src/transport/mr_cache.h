@@ -14,34 +14,46 @@
 namespace efacoll {
 
 class MrCache {
- public:
-  MrCache(Transport* transport, size_t capacity) : transport_(transport), capacity_(capacity) {}
-  ~MrCache();
-  MrCache(const MrCache&) = delete;
-  MrCache& operator=(const MrCache&) = delete;
-
-  // A registration covering [ptr, ptr+bytes), valid until end_call() (identity 0) or eviction;
-  // nullptr for an empty range.
-  Status acquire(const void* ptr, size_t bytes, uint64_t identity, MemKind kind, int device,
-                 const MemRegion** region);
-  // Releases the registrations made for this call only.
-  void end_call();
-  // Forget every cached registration of this allocation (it is being freed).
-  void forget(uint64_t identity);
-
-  size_t cached() const { return entries_.size(); }
-  uint64_t registrations() const { return registrations_; }
-
  private:
   struct Entry {
     uintptr_t begin, end;
     uint64_t identity;
     MemRegion region;
+    int users = 0;  // calls in progress that hold it: never evicted meanwhile
   };
+
+ public:
+  // What one collective holds until end_call(). Per call, not per cache: under
+  // MPI_THREAD_MULTIPLE collectives on other communicators run between this one's steps.
+  struct Call {
+    std::list<MemRegion> regions;  // made for this call alone; a list keeps their addresses
+    std::vector<Entry*> held;
+  };
+
+  MrCache(Transport* transport, size_t capacity) : transport_(transport), capacity_(capacity) {}
+  ~MrCache();
+  MrCache(const MrCache&) = delete;
+  MrCache& operator=(const MrCache&) = delete;
+
+  // A registration covering [ptr, ptr+bytes), valid until end_call(call); nullptr for an empty
+  // range.
+  Status acquire(Call* call, const void* ptr, size_t bytes, uint64_t identity, MemKind kind,
+                 int device, const MemRegion** region);
+  // Releases the call's own registrations and its hold on cached ones; then evicts the least
+  // recently used entries beyond capacity that no call holds.
+  void end_call(Call* call);
+  // Forget every cached registration of this allocation (it is being freed; no call holds it).
+  void forget(uint64_t identity);
+
+  size_t cached() const { return entries_.size(); }
+  size_t cached_bytes() const;
+  size_t capacity() const { return capacity_; }
+  uint64_t registrations() const { return registrations_; }
+
+ private:
   Transport* transport_;
   size_t capacity_;
-  std::list<Entry> entries_;           // most recently used first
-  std::list<MemRegion> call_regions_;  // a list: regions handed out keep their addresses
+  std::list<Entry> entries_;  // most recently used first
   uint64_t registrations_ = 0;
 };
 

@@ -1,6 +1,12 @@
-// 64-bit message tags: [63:52] communicator id | [51:40] collective sequence | [39:20] sender rank
-// | [19:0] message id. Providers without FI_DIRECTED_RECV (tcp) match on the tag alone, and EFA
-// promises no order, so the tag alone must keep every message of every collective apart.
+// 64-bit message tags: [63:52] communicator id | [51:46] collective sequence | [45:34] call
+// signature | [33:20] sender rank | [19:0] message id. Providers without FI_DIRECTED_RECV (tcp)
+// match on the tag alone, and EFA promises no order, so the tag alone must keep every message of
+// every collective apart.
+// - Sequence: a rank cannot finish call k+1 before every rank has started it (each result needs
+//   every rank's data), so calls more than one apart never meet; 64 values are plenty.
+// - Signature: what the sender was asked to do (core/call_signature.h); receives ignore these bits
+// and compare
+//   them on arrival, so that ranks making different calls find out instead of waiting.
 #pragma once
 #include <cstdint>
 
@@ -8,13 +14,25 @@ namespace efacoll {
 
 constexpr int kCommIdBits = 12;
 constexpr uint32_t kMaxCommIds = 1u << kCommIdBits;
-constexpr uint32_t kMaxRanksInTag = 1u << 20;
+constexpr uint32_t kMaxRanksInTag = 1u << 14;
 constexpr uint64_t kMaxMsgIdInTag = (1u << 20) - 1;  // the low bits: the message id
+constexpr int kSignatureShift = 34;
+constexpr uint32_t kSignatureBits = 12;
+constexpr uint64_t kSignatureMask = ((uint64_t{1} << kSignatureBits) - 1) << kSignatureShift;
+// Sent instead of the signature by a rank that has found a mismatch: its later messages carry
+// no valid data, and every receiver stops trusting the call too.
+constexpr uint32_t kPoisonSignature = 0xfff;
 
-inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id) {
+inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
+                         uint32_t signature = 0) {
   return (static_cast<uint64_t>(comm_id & 0xfff) << 52) |
-         (static_cast<uint64_t>(seq & 0xfff) << 40) |
-         (static_cast<uint64_t>(sender & 0xfffff) << 20) | (msg_id & 0xfffff);
+         (static_cast<uint64_t>(seq & 0x3f) << 46) |
+         (static_cast<uint64_t>(signature & 0xfff) << kSignatureShift) |
+         (static_cast<uint64_t>(sender & 0x3fff) << 20) | (msg_id & 0xfffff);
+}
+
+inline uint32_t tag_signature(uint64_t tag) {
+  return static_cast<uint32_t>((tag & kSignatureMask) >> kSignatureShift);
 }
 
 }  // namespace efacoll

@@ -18,6 +18,11 @@ struct Completion {
   // bytes: the length that arrived (receives) or was sent.
   void (*fn)(Completion* self, const Status& status, size_t bytes) = nullptr;
   void* transport_request = nullptr;  // set by the transport while the operation is posted
+  // Receives: tag bits that may differ from the posted tag (set before posting). On completion
+  // the transport sets `tag` to the tag that arrived; for a one-sided send, to the tag of the
+  // receiver's clear-to-send (other sends: the posted tag).
+  uint64_t ignore = 0;
+  uint64_t tag = 0;
 };
 
 // A registration of local memory; `desc` is what the provider wants with each operation

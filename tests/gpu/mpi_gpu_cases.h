@@ -50,4 +50,8 @@ bool filtered_out(const std::string& name);
 size_t irregular_count(size_t base, int comm_rank);
 void run_case(const Case& c);
 
+// mpi_gpu_errors.cc: bad input, one argument at a time, on device buffers; each followed by a
+// valid call on the same communicator.
+void bad_input(const std::vector<const CommUnderTest*>& comms);
+
 }  // namespace gputest

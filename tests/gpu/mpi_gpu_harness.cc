@@ -50,7 +50,11 @@ CounterSnapshot counters_now() {
   return s;
 }
 
-std::string counted_once(const CounterSnapshot& before, efacoll_collective coll, bool engine) {
+namespace {
+// "" when the counters moved by exactly `want_engine` and `want_mpi` calls of `coll` since
+// `before`, and by nothing else.
+std::string counted(const CounterSnapshot& before, efacoll_collective coll,
+                    unsigned long long want_engine, unsigned long long want_mpi) {
   if (!g_ctx.get_counters) return "";
   if (!before.valid) return "efacoll_get_counters failed before the call";
   CounterSnapshot now = counters_now();
@@ -60,18 +64,27 @@ std::string counted_once(const CounterSnapshot& before, efacoll_collective coll,
   for (int k = 0; k < EFACOLL_NUM_COLLECTIVES; ++k) {
     unsigned long long de = now.c[k].engine_calls - before.c[k].engine_calls;
     unsigned long long dm = now.c[k].mpi_calls - before.c[k].mpi_calls;
-    unsigned long long want_e = (k == coll && engine) ? 1 : 0;
-    unsigned long long want_m = (k == coll && !engine) ? 1 : 0;
+    unsigned long long want_e = k == coll ? want_engine : 0;
+    unsigned long long want_m = k == coll ? want_mpi : 0;
     if (de != want_e || dm != want_m) {
       why += std::string(why.empty() ? "" : "; ") + "efacoll counters of " + kNames[k] +
              ": engine_calls +" + std::to_string(de) + " (want +" + std::to_string(want_e) +
              "), mpi_calls +" + std::to_string(dm) + " (want +" + std::to_string(want_m) + ")";
     }
   }
-  if (!why.empty() && engine) {
+  if (!why.empty() && want_engine) {
     why += " [run with EFACOLL_STATS=1 to see why efacoll passed it to MPI]";
   }
   return why;
+}
+}  // namespace
+
+std::string counted_once(const CounterSnapshot& before, efacoll_collective coll, bool engine) {
+  return counted(before, coll, engine ? 1 : 0, engine ? 0 : 1);
+}
+
+std::string counted_none(const CounterSnapshot& before) {
+  return counted(before, EFACOLL_ALLREDUCE, 0, 0);
 }
 
 const char* where_name(Where w) {

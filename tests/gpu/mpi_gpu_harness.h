@@ -43,6 +43,8 @@ CounterSnapshot counters_now();
 // "" when exactly one call of `coll` (and nothing else) was counted since `before`: on efacoll
 // when `engine`, passed to MPI otherwise. Vacuous without the C API.
 std::string counted_once(const CounterSnapshot& before, efacoll_collective coll, bool engine);
+// "" when nothing was counted since `before`: neither run nor passed to MPI (refused).
+std::string counted_none(const CounterSnapshot& before);
 
 enum class Where { kDevice, kOtherDevice, kHost, kPinned };
 const char* where_name(Where w);

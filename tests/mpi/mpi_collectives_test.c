@@ -4,8 +4,12 @@
  * run by efacoll and the pass-through cases as passed to MPI (efacoll_get_counters).
  *
  * Prints one line per failing check and, on rank 0, "N passed, M failed" (checks summed over
- * ranks). Exit code 0 only if nothing failed. EFACOLL_MPI_TEST_QUICK=1 runs fewer cases. */
+ * ranks). Exit code 0 only if nothing failed. EFACOLL_MPI_TEST_QUICK=1 runs fewer cases.
+ *
+ * efacoll_mpi_tests --fatal=<collective>:<bad input> makes that one bad call under
+ * MPI_ERRORS_ARE_FATAL instead: the job must abort (mpi_error_cases.c). */
 #include <stdio.h>
+#include <string.h>
 
 #include "mpi_cases.h"
 
@@ -25,6 +29,11 @@ int main(int argc, char** argv) {
   /* Errors on MPI_COMM_NULL are raised on MPI_COMM_WORLD's handler. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   tu_init();
+  if (argc > 1 && strncmp(argv[1], "--fatal=", 8) == 0) {
+    int rc = fatal_error_case(argv[1] + 8);
+    MPI_Finalize();
+    return rc;
+  }
   double t0 = MPI_Wtime();
   if (g_test.world_rank == 0) {
     printf("efacoll_mpi_tests: %d ranks%s\n", g_test.world_size, g_test.quick ? " (quick)" : "");
@@ -38,6 +47,7 @@ int main(int argc, char** argv) {
   intercomm_cases();
   phase("pass-through", &t0);
   error_cases(MPI_COMM_WORLD, "world");
+  intercomm_error_cases();
   phase("bad arguments", &t0);
   communicator_cases();
   phase("communicators", &t0);

@@ -161,14 +161,15 @@ static void gen_value(const test_type* t, MPI_Op op, uint64_t h, int rank, unsig
   }
 }
 
-static void fill(const test_type* t, MPI_Op op, void* buf, size_t count, uint64_t seed, int rank) {
+void reduction_fill(const test_type* t, MPI_Op op, void* buf, size_t count, uint64_t seed,
+                    int rank) {
   unsigned char* p = buf;
   for (size_t i = 0; i < count; ++i) gen_value(t, op, tu_hash(seed, (uint64_t)rank, i), rank, p + i * t->size);
 }
 
 /* Irregular reduce_scatter counts with zeros: rank r gets a share weighted 0 (r % 3 == 1) or
  * r + 1, the remainder going to the last rank with a share. */
-static void split_counts(int total, int size, int* counts) {
+void reduction_split_counts(int total, int size, int* counts) {
   long weight_sum = 0;
   int last = 0;
   for (int r = 0; r < size; ++r) {
@@ -214,7 +215,7 @@ int run_reduction(red_coll coll, const test_type* t, const test_op* op, int coun
   if (coll == RC_ALLREDUCE) {
     send_elems = recv_elems = (size_t)count;
   } else if (coll == RC_REDUCE_SCATTER) {
-    split_counts(count, size, counts);
+    reduction_split_counts(count, size, counts);
     send_elems = (size_t)count;
     recv_elems = (size_t)counts[rank];
   } else {
@@ -225,7 +226,7 @@ int run_reduction(red_coll coll, const test_type* t, const test_op* op, int coun
   const size_t buf_bytes = inplace ? send_bytes : recv_bytes;
 
   unsigned char* send = malloc(send_bytes + 1);
-  fill(t, op->op, send, send_elems, tu_seed(name), rank);
+  reduction_fill(t, op->op, send, send_elems, tu_seed(name), rank);
   unsigned char* send_copy = malloc(send_bytes + 1);
   memcpy(send_copy, send, send_bytes);
   guarded_buf got, want;

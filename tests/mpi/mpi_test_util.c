@@ -78,7 +78,7 @@ static void append(char* why, size_t n, const char* text) {
 int tu_counted_once(const counter_snapshot* before, efacoll_collective coll, int expect_engine,
                     char* why, size_t n) {
   if (!before->valid) return 1;
-  if (expect_engine && !g_test.engine_active) return 1;
+  if (expect_engine == 1 && !g_test.engine_active) return 1;
   counter_snapshot now;
   tu_counters(&now);
   if (!now.valid) {
@@ -90,8 +90,8 @@ int tu_counted_once(const counter_snapshot* before, efacoll_collective coll, int
   for (int k = 0; k < EFACOLL_NUM_COLLECTIVES; ++k) {
     unsigned long long de = now.c[k].engine_calls - before->c[k].engine_calls;
     unsigned long long dm = now.c[k].mpi_calls - before->c[k].mpi_calls;
-    unsigned long long want_e = (k == (int)coll && expect_engine) ? 1 : 0;
-    unsigned long long want_m = (k == (int)coll && !expect_engine) ? 1 : 0;
+    unsigned long long want_e = (k == (int)coll && expect_engine == 1) ? 1 : 0;
+    unsigned long long want_m = (k == (int)coll && expect_engine == 0) ? 1 : 0;
     if (de != want_e || dm != want_m) {
       snprintf(text, sizeof(text),
                "counters of collective %d: engine_calls +%llu (want +%llu), mpi_calls +%llu "

@@ -53,8 +53,10 @@ typedef struct {
 
 void tu_counters(counter_snapshot* s);
 /* Checks that exactly one call of `coll` happened between `before` and now, on efacoll
- * (`expect_engine`) or passed to MPI. Vacuous (1) when the C API is absent, and for expected
- * engine calls when efacoll is inactive. Appends a reason to `why` (size `n`) on failure. */
+ * (`expect_engine` 1) or passed to MPI (0); TU_NOT_COUNTED: none at all (efacoll refused it).
+ * Vacuous (1) when the C API is absent, and for expected engine calls when efacoll is inactive.
+ * Appends a reason to `why` (size `n`) on failure. */
+enum { TU_NOT_COUNTED = -1 };
 int tu_counted_once(const counter_snapshot* before, efacoll_collective coll, int expect_engine,
                     char* why, size_t n);
 

@@ -47,13 +47,14 @@ TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
   char buf[4096] = {};
   {
     MrCache cache(&t, 4);
+    MrCache::Call call;
     const MemRegion *d1, *d2;
-    ASSERT_TRUE(cache.acquire(buf, sizeof(buf), 7, MemKind::kHost, -1, &d1).is_ok());
-    ASSERT_TRUE(
-        cache.acquire(buf + 100, 200, 7, MemKind::kHost, -1, &d2).is_ok());  // inside the first
+    ASSERT_TRUE(cache.acquire(&call, buf, sizeof(buf), 7, MemKind::kHost, -1, &d1).is_ok());
+    ASSERT_TRUE(cache.acquire(&call, buf + 100, 200, 7, MemKind::kHost, -1, &d2)
+                    .is_ok());  // inside the first
     EXPECT_EQ(d1->desc, d2->desc);
     EXPECT_EQ(cache.registrations(), 1u);
-    cache.end_call();
+    cache.end_call(&call);
     EXPECT_EQ(t.live.size(), 1u) << "cached registrations outlive the call";
   }
   EXPECT_TRUE(t.live.empty()) << "the cache releases everything it holds";
@@ -62,12 +63,14 @@ TEST(MrCache, ReusesRegistrationsOfTheSameAllocation) {
 TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
   CountingTransport t;
   MrCache cache(&t, 4);
+  MrCache::Call call;
   char buf[64] = {};
   const MemRegion* r;
-  ASSERT_TRUE(cache.acquire(buf, 64, 1, MemKind::kHost, -1, &r).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, buf, 64, 1, MemKind::kHost, -1, &r).is_ok());
   void* first = r->desc;
+  cache.end_call(&call);
   cache.forget(1);  // freed
-  ASSERT_TRUE(cache.acquire(buf, 64, 2, MemKind::kHost, -1, &r).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, buf, 64, 2, MemKind::kHost, -1, &r).is_ok());
   EXPECT_NE(r->desc, first);
   EXPECT_EQ(t.live.size(), 1u);
 }
@@ -75,41 +78,65 @@ TEST(MrCache, ANewAllocationAtTheSameAddressIsRegisteredAgain) {
 TEST(MrCache, UnidentifiedMemoryLivesForOneCall) {
   CountingTransport t;
   MrCache cache(&t, 4);
+  MrCache::Call call;
   char buf[64] = {};
   const MemRegion* d;
-  ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, buf, 64, 0, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), 2u);
   EXPECT_EQ(cache.cached(), 0u);
-  cache.end_call();
+  cache.end_call(&call);
   EXPECT_TRUE(t.live.empty());
 }
 
 TEST(MrCache, EvictsLeastRecentlyUsedBeyondCapacity) {
   CountingTransport t;
   MrCache cache(&t, 2);
+  MrCache::Call call;
   char a[8] = {}, b[8] = {}, c[8] = {};
   const MemRegion* d;
-  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(b, 8, 2, MemKind::kHost, -1, &d).is_ok());
-  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());  // a is now the most recent
-  ASSERT_TRUE(cache.acquire(c, 8, 3, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, a, 8, 1, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, b, 8, 2, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(
+      cache.acquire(&call, a, 8, 1, MemKind::kHost, -1, &d).is_ok());  // a is now the most recent
+  ASSERT_TRUE(cache.acquire(&call, c, 8, 3, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.cached(), 3u) << "nothing is evicted while the call may still use it";
-  cache.end_call();  // evicts b, the least recently used
+  cache.end_call(&call);  // evicts b, the least recently used
   EXPECT_EQ(cache.cached(), 2u);
   EXPECT_EQ(t.live.size(), 2u);
   uint64_t before = cache.registrations();
-  ASSERT_TRUE(cache.acquire(a, 8, 1, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, a, 8, 1, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), before);
-  ASSERT_TRUE(cache.acquire(b, 8, 2, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, b, 8, 2, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(cache.registrations(), before + 1);
+}
+
+// Under MPI_THREAD_MULTIPLE another communicator's call ends while this one still runs.
+TEST(MrCache, AnotherCallsEndKeepsWhatThisCallHolds) {
+  CountingTransport t;
+  MrCache cache(&t, 1);
+  char a[8] = {}, b[8] = {}, user[8] = {};
+  const MemRegion *ra, *rb, *ru;
+  MrCache::Call first, second;
+  ASSERT_TRUE(cache.acquire(&first, a, 8, 1, MemKind::kHost, -1, &ra).is_ok());
+  ASSERT_TRUE(cache.acquire(&first, user, 8, 0, MemKind::kHost, -1, &ru).is_ok());
+  ASSERT_TRUE(cache.acquire(&second, b, 8, 2, MemKind::kHost, -1, &rb).is_ok());
+  void* a_handle = ra->handle;
+  cache.end_call(&second);  // over capacity, but a is held: b (most recent, free) goes instead
+  EXPECT_EQ(cache.cached(), 1u);
+  EXPECT_EQ(t.live.count(a_handle), 1u);
+  EXPECT_EQ(t.live.count(ru->handle), 1u) << "the first call's own registration survives";
+  cache.end_call(&first);
+  EXPECT_EQ(t.live.size(), 1u);
+  EXPECT_EQ(cache.cached_bytes(), 8u);
 }
 
 TEST(MrCache, EmptyRangesNeedNoRegistration) {
   CountingTransport t;
   MrCache cache(&t, 2);
+  MrCache::Call call;
   const MemRegion* d = reinterpret_cast<const MemRegion*>(1);
-  ASSERT_TRUE(cache.acquire(nullptr, 0, 1, MemKind::kHost, -1, &d).is_ok());
+  ASSERT_TRUE(cache.acquire(&call, nullptr, 0, 1, MemKind::kHost, -1, &d).is_ok());
   EXPECT_EQ(d, nullptr);
   EXPECT_EQ(cache.registrations(), 0u);
 }

@@ -32,6 +32,8 @@ class Fid {
     if (p_) fi_close(&p_->fid);
     p_ = nullptr;
   }
+  // Forgets the object, open: for one the provider still works on (see ~FabricTransport).
+  void leak() { p_ = nullptr; }
 
  private:
   T* p_ = nullptr;
@@ -64,6 +66,7 @@ struct Request {
   Completion* completion = nullptr;
   const void* owner = nullptr;  // the transport that posted it (several rails may share a caller)
   size_t bytes = 0;
+  uint64_t tag = 0;  // as posted
   // One-sided protocol.
   const void* buf = nullptr;
   void* desc = nullptr;
@@ -71,6 +74,7 @@ struct Request {
   ClearToSend cts = {};
   uint32_t completion_id = 0;
   void* cts_desc = nullptr;  // registration of this request's cts (FI_MR_LOCAL)
+  bool truncated = false;    // the receiver asked for fewer bytes: sent what fits, poisoned
   Status deferred_status;    // reported by progress() for requests on the deferred list
 };
 
@@ -106,7 +110,7 @@ class FabricTransport : public Transport {
   void put_request(Request* r);
   void complete(Request* r, const Status& status, size_t bytes);
   void defer(Request* r, const Status& status);
-  Status on_completion(Request* r, size_t len);
+  Status on_completion(Request* r, size_t len, uint64_t tag);
   Status read_cq_error(int* completed);
 
   // fabric_rdma.cc

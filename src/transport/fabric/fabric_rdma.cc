@@ -8,14 +8,22 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
+#include "transport/tag.h"
 
 namespace efacoll {
 namespace {
 
 // FI_OPT_EFA_EMULATED_WRITE (libfabric >= 1.18; an enum value, so no #ifdef can see it).
 constexpr int kOptEfaEmulatedWrite = -(0xefa << 16) + 2;
+
+// The 4 bytes of remote CQ data: the receiver's completion id, and the sender's call signature
+// (tag.h), which a written message cannot carry in a tag.
+constexpr uint32_t kCompletionIdBits = 32 - kSignatureBits;
+constexpr uint32_t kCompletionIdMask = (1u << kCompletionIdBits) - 1;
 
 }  // namespace
 
@@ -68,8 +76,10 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
   r->buf = buf;
   r->desc = region->desc;
   r->peer = peer;
+  r->truncated = false;
+  completion->tag = r->tag = tag;
   ssize_t rc = fi_trecv(ep_.get(), &r->cts, sizeof(ClearToSend), r->cts_desc, FI_ADDR_UNSPEC, tag,
-                        0, &r->context);
+                        completion->ignore, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -77,20 +87,22 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
 }
 
 Status FabricTransport::on_clear_to_send(Request* r) {
+  // A receiver that expects another length is in another call: it still gets what fits, marked
+  // as poison, so that it stops instead of waiting.
   if (r->cts.bytes != r->bytes) {
-    complete(r,
-             Status(Code::kTruncate, "receiver expects " + std::to_string(r->cts.bytes) +
-                                         " bytes, sender has " + std::to_string(r->bytes)),
-             0);
-    return Status::ok();
+    r->truncated = true;
+    r->bytes = std::min<size_t>(r->bytes, r->cts.bytes);
   }
   r->kind = ReqKind::kWrite;
   return post_write(r);
 }
 
 Status FabricTransport::post_write(Request* r) {
-  ssize_t rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, r->cts.completion_id, r->peer,
-                            r->cts.addr, r->cts.key, &r->context);
+  const uint32_t signature = r->truncated ? kPoisonSignature : tag_signature(r->tag);
+  const uint64_t data = (r->cts.completion_id & kCompletionIdMask) |
+                        (static_cast<uint64_t>(signature) << kCompletionIdBits);
+  ssize_t rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, data, r->peer, r->cts.addr,
+                            r->cts.key, &r->context);
   if (rc == 0) return Status::ok();
   if (rc == -FI_EAGAIN) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -116,6 +128,7 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
   if (region == nullptr)
     return Status(Code::kInternal, "one-sided receive into an unregistered buffer");
   Request* r = get_request(completion, bytes, ReqKind::kAwaitWrite);
+  r->tag = tag;
   ClearToSend cts = {};
   const auto at = reinterpret_cast<uintptr_t>(buf);
   // Offset-based providers (tcp, udp) silently ignore a virtual address: send what they expect.
@@ -124,7 +137,8 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
   cts.bytes = bytes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (++next_completion_id_ == 0) ++next_completion_id_;
+    next_completion_id_ = (next_completion_id_ + 1) & kCompletionIdMask;
+    if (next_completion_id_ == 0) ++next_completion_id_;
     r->completion_id = cts.completion_id = next_completion_id_;
     awaited_writes_[cts.completion_id] = r;
   }
@@ -143,7 +157,7 @@ void FabricTransport::on_remote_write(uint64_t data) {
   Request* r = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = awaited_writes_.find(static_cast<uint32_t>(data));
+    auto it = awaited_writes_.find(static_cast<uint32_t>(data) & kCompletionIdMask);
     if (it != awaited_writes_.end()) {
       r = it->second;
       awaited_writes_.erase(it);
@@ -154,6 +168,8 @@ void FabricTransport::on_remote_write(uint64_t data) {
                  static_cast<unsigned long long>(data));
     return;
   }
+  const uint64_t signature = (data >> kCompletionIdBits) & ((1u << kSignatureBits) - 1);
+  r->completion->tag = (r->tag & ~kSignatureMask) | (signature << kSignatureShift);
   complete(r, Status::ok(), r->bytes);
 }
 

@@ -6,6 +6,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
@@ -18,6 +19,23 @@ Status fabric_error(const char* what, int rc) {
 }
 
 FabricTransport::~FabricTransport() {
+  // Operations the provider would neither finish nor cancel (sends to a peer that died or behind
+  // a link that went down) are still its own: closing the endpoint makes it flush them, into
+  // requests and buffers about to be freed, and tcp;ofi_rxm 1.17 crashes doing so. After such a
+  // failure the process is usually about to end: the endpoint and what it uses stay open.
+  const size_t held = slabs_.size() * std::extent<decltype(RequestSlab::requests)>::value -
+                      free_.size() - deferred_.size();
+  if (held > 0) {
+    EFACOLL_WARN(kNet, "%zu operations still held by provider %s: its endpoint is left open", held,
+                 info_.provider.c_str());
+    for (auto& slab : slabs_) slab.release();
+    ep_.leak();
+    av_.leak();
+    cq_.leak();
+    domain_.leak();
+    fabric_.leak();
+    return;
+  }
   ep_.reset();
   for (auto& slab : slabs_) {
     if (slab->mr) fi_close(&slab->mr->fid);
@@ -160,6 +178,7 @@ Request* FabricTransport::get_request(Completion* c, size_t bytes, ReqKind kind)
   r->completion = c;
   r->owner = this;
   r->bytes = bytes;
+  r->truncated = false;
   c->transport_request = r;
   return r;
 }
@@ -189,6 +208,7 @@ Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint6
     return rdma_send(peer, buf, bytes, tag, region, completion);
   }
   Request* r = get_request(completion, bytes, ReqKind::kSend);
+  completion->tag = r->tag = tag;
   ssize_t rc;
   if (bytes <= info_.inject_size) {
     // Inject: the buffer is reusable on return and no completion is generated.
@@ -214,9 +234,10 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
     return rdma_recv(peer, buf, bytes, tag, region, completion);
   }
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
+  r->tag = tag;
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
   ssize_t rc = fi_trecv(ep_.get(), buf, bytes, region ? region->desc : nullptr, FI_ADDR_UNSPEC, tag,
-                        0, &r->context);
+                        completion->ignore, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -224,15 +245,19 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
 }
 
 // A request's CQ entry arrived (two-sided, or a step of the one-sided protocol).
-Status FabricTransport::on_completion(Request* r, size_t len) {
+Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
   switch (r->kind) {
     case ReqKind::kAwaitCts:
+      r->completion->tag = tag;
       return on_clear_to_send(r);
     case ReqKind::kRecv:
+      r->completion->tag = tag;
       complete(r, Status::ok(), len);
       return Status::ok();
     default:
-      complete(r, Status::ok(), r->bytes);
+      complete(
+          r, r->truncated ? Status(Code::kTruncate, "receiver expects fewer bytes") : Status::ok(),
+          r->bytes);
       return Status::ok();
   }
 }
@@ -256,6 +281,7 @@ Status FabricTransport::read_cq_error(int* completed) {
   }
   if ((err.flags & FI_REMOTE_CQ_DATA) || err.op_context == nullptr) return st;
   auto* r = static_cast<Request*>(err.op_context);
+  if (r->kind == ReqKind::kRecv) r->completion->tag = err.tag;
   complete(r, st, err.len);
   ++*completed;
   return Status::ok();
@@ -287,8 +313,8 @@ Status FabricTransport::progress(int* completed) {
       if (entries[i].flags & FI_REMOTE_CQ_DATA) {
         on_remote_write(entries[i].data);
       } else {
-        EFACOLL_RETURN_IF_ERROR(
-            on_completion(static_cast<Request*>(entries[i].op_context), entries[i].len));
+        EFACOLL_RETURN_IF_ERROR(on_completion(static_cast<Request*>(entries[i].op_context),
+                                              entries[i].len, entries[i].tag));
       }
     }
     *completed += static_cast<int>(n);

@@ -34,8 +34,14 @@ struct LoopbackFabric {
 
 namespace {
 
+bool matches(const LoopbackFabric::Posted& p, uint64_t tag) {
+  return ((p.tag ^ tag) & ~p.completion->ignore) == 0;
+}
+
 // A receive that meets a message: copy what fits, report truncation like FI_ETRUNC.
-LoopbackFabric::Done deliver(const LoopbackFabric::Posted& p, const uint8_t* data, size_t bytes) {
+LoopbackFabric::Done deliver(const LoopbackFabric::Posted& p, const uint8_t* data, size_t bytes,
+                             uint64_t tag) {
+  p.completion->tag = tag;
   if (bytes > p.bytes) {
     std::memcpy(p.buf, data, p.bytes);
     return {p.completion,
@@ -93,13 +99,14 @@ class LoopbackTransport : public Transport {
     auto* data = static_cast<const uint8_t*>(buf);
     bool matched = false;
     for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
-      if (it->tag != tag) continue;
-      box.done.push_back(deliver(*it, data, bytes));
+      if (!matches(*it, tag)) continue;
+      box.done.push_back(deliver(*it, data, bytes, tag));
       box.posted.erase(it);
       matched = true;
       break;
     }
     if (!matched) box.unexpected.push_back({tag, std::vector<uint8_t>(data, data + bytes)});
+    completion->tag = tag;
     fabric_->boxes[self_].done.push_back({completion, Status::ok(), bytes});
     return Status::ok();
   }
@@ -110,8 +117,8 @@ class LoopbackTransport : public Transport {
     auto& box = fabric_->boxes[self_];
     LoopbackFabric::Posted p{buf, bytes, tag, completion};
     for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {
-      if (it->tag != tag) continue;
-      box.done.push_back(deliver(p, it->data.data(), it->data.size()));
+      if (!matches(p, it->tag)) continue;
+      box.done.push_back(deliver(p, it->data.data(), it->data.size(), it->tag));
       box.unexpected.erase(it);
       return Status::ok();
     }

@@ -1,0 +1,44 @@
+#include "core/call_signature.h"
+
+namespace efacoll {
+namespace {
+
+// kind 2 bits (3 only in the poison value) | dtype 4 | op 4 | count 2.
+static_assert(static_cast<int>(CollKind::kCount) <= 3, "collective kinds fit in 2 bits");
+static_assert(static_cast<int>(DType::kCount) <= 16, "types fit in 4 bits");
+static_assert(static_cast<int>(ROp::kCount) <= 16, "ops fit in 4 bits");
+
+uint32_t kind_of(uint32_t s) { return s >> 10; }
+uint32_t dtype_of(uint32_t s) { return (s >> 6) & 0xf; }
+uint32_t op_of(uint32_t s) { return (s >> 2) & 0xf; }
+
+std::string call_text(uint32_t s) {
+  if (s == kPoisonSignature) return "a call it had already found mismatched";
+  const auto kind = static_cast<CollKind>(kind_of(s));
+  std::string text =
+      std::string(coll_name(kind)) + " of " + dtype_name(static_cast<DType>(dtype_of(s)));
+  if (kind != CollKind::kAllgather)
+    text += std::string(" with ") + op_name(static_cast<ROp>(op_of(s)));
+  return text;
+}
+
+}  // namespace
+
+uint32_t call_signature(CollKind kind, DType dtype, ROp op, size_t total_count) {
+  // Allgather reduces nothing: its op is whatever the caller left there.
+  const uint32_t op_bits = kind == CollKind::kAllgather ? 0 : static_cast<uint32_t>(op);
+  const uint64_t mixed = total_count * 0x9e3779b97f4a7c15ull;
+  return (static_cast<uint32_t>(kind) << 10) | (static_cast<uint32_t>(dtype) << 6) |
+         (op_bits << 2) | static_cast<uint32_t>(mixed >> 62);
+}
+
+std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer) {
+  if (mine == theirs) return "";
+  const std::string who = "rank " + std::to_string(peer);
+  if (theirs == kPoisonSignature) return who + " stopped trusting this call: a mismatch elsewhere";
+  if ((mine >> 2) == (theirs >> 2))
+    return who + " called " + call_text(theirs) + " with a different count";
+  return who + " called " + call_text(theirs) + ", this rank " + call_text(mine);
+}
+
+}  // namespace efacoll

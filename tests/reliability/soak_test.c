@@ -1,0 +1,232 @@
+/* soak_test: --calls N random collectives (collective, size 0 ... --max-bytes, type, op, in
+ * place, communicator) on MPI_COMM_WORLD and on duplicates and splits created and freed during
+ * the run, each compared with PMPI on the same inputs. Every --report-every calls, and at the
+ * end, rank 0 prints calls, mismatches, errors, resident memory (the largest rank's) and
+ * efacoll's MR cache and communicators.
+ *
+ * Fails (exit 1) on any mismatch or error; when resident memory after the first tenth of the
+ * run grows past --rss-factor x its value then + --rss-slack-mib; when the MR cache holds more
+ * than its capacity; and when efacoll still holds communicators that were freed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "random_call.h"
+#include "resources.h"
+
+enum { kMaxSlots = 16 };
+
+typedef struct {
+  long calls;
+  size_t max_bytes;
+  uint64_t seed;
+  long report_every;
+  double rss_factor;
+  long rss_slack_mib;
+  int slots;
+} options;
+
+static int parse(int argc, char** argv, options* o) {
+  o->calls = 3000;
+  o->max_bytes = (size_t)8 << 20;
+  o->seed = 1;
+  o->report_every = 0;
+  o->rss_factor = 1.5;
+  o->rss_slack_mib = 64;
+  o->slots = 6;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) return 0;
+    if (!strcmp(a, "--calls")) o->calls = atol(v);
+    else if (!strcmp(a, "--max-bytes")) o->max_bytes = (size_t)atoll(v);
+    else if (!strcmp(a, "--seed")) o->seed = (uint64_t)atoll(v);
+    else if (!strcmp(a, "--report-every")) o->report_every = atol(v);
+    else if (!strcmp(a, "--rss-factor")) o->rss_factor = atof(v);
+    else if (!strcmp(a, "--rss-slack-mib")) o->rss_slack_mib = atol(v);
+    else if (!strcmp(a, "--slots")) o->slots = atoi(v);
+    else return 0;
+    ++i;
+  }
+  if (o->report_every <= 0) o->report_every = o->calls / 10 > 0 ? o->calls / 10 : 1;
+  if (o->slots < 1 || o->slots > kMaxSlots) return 0;
+  return o->calls >= 0;
+}
+
+/* The communicators beside world: a slot is empty, or holds a duplicate or split of world
+ * (MPI_COMM_NULL on ranks a split left out). Every rank takes the same steps on a slot. */
+typedef struct {
+  int used;
+  MPI_Comm comm;
+} slot;
+
+static void slot_change(slot* s, uint64_t h, int rank, int size) {
+  if (s->used) {
+    if (s->comm != MPI_COMM_NULL) MPI_Comm_free(&s->comm);
+    s->used = 0;
+    return;
+  }
+  switch ((h >> 16) % 3) {
+    case 0:
+      MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+      break;
+    case 1: /* halves, reversed */
+      MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &s->comm);
+      break;
+    default: { /* the first k ranks; the others get MPI_COMM_NULL */
+      int k = 1 + (int)((h >> 24) % (uint64_t)size);
+      MPI_Comm_split(MPI_COMM_WORLD, rank < k ? 0 : MPI_UNDEFINED, rank, &s->comm);
+      break;
+    }
+  }
+  s->used = 1;
+}
+
+typedef struct {
+  long calls, mismatches, errors; /* summed over ranks */
+  long rss_kib, peak_kib;         /* the largest rank's */
+  long mr_entries, mr_bytes, mr_capacity, comms;
+  long engine_calls;
+} snapshot;
+
+static snapshot take_snapshot(const rk_tally* t) {
+  efacoll_resource_usage u;
+  int have = efacoll_usage(&u) == 0;
+  long sums[4] = {t->calls, t->mismatches, t->errors, (long)efacoll_engine_calls()};
+  long maxes[6] = {rss_now_kib(),
+                   rss_peak_kib(),
+                   have ? (long)u.mr_cache_entries : 0,
+                   have ? (long)u.mr_cache_bytes : 0,
+                   have ? (long)u.mr_cache_capacity : 0,
+                   have ? (long)u.communicators : 0};
+  long s[4], m[6];
+  PMPI_Allreduce(sums, s, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  PMPI_Allreduce(maxes, m, 6, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], s[3]};
+  return r;
+}
+
+static void print_snapshot(const char* when, long done, double secs, const snapshot* s) {
+  printf("%-6s %8ld collectives %9.1f s | calls on all ranks %ld (efacoll ran %ld), mismatches %ld, "
+         "errors %ld | VmRSS %.1f MiB, peak %.1f MiB | MR cache %ld entries (cap %ld), %.1f MiB "
+         "| efacoll comms %ld\n",
+         when, done, secs, s->calls, s->engine_calls, s->mismatches, s->errors,
+         s->rss_kib / 1024.0, s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity,
+         s->mr_bytes / 1048576.0, s->comms);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* inherited by dups and splits */
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  options o;
+  if (!parse(argc, argv, &o)) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: soak_test [--calls N] [--max-bytes B] [--seed S] [--report-every K] "
+              "[--rss-factor F] [--rss-slack-mib M] [--slots 1-%d]\n",
+              kMaxSlots);
+    MPI_Finalize();
+    return 2;
+  }
+  int failed = 0;
+  efacoll_resource_usage u;
+  if (efacoll_usage(&u) == 0 && u.thread_multiple != 0) {
+    printf("FAIL rank %d: efacoll reports MPI_THREAD_MULTIPLE after MPI_Init\n", rank);
+    failed = 1;
+  }
+  if (rank == 0) {
+    printf("soak_test: %ld collectives, %d ranks, up to %zu bytes, seed %llu, %d communicator "
+           "slots\n",
+           o.calls, size, o.max_bytes, (unsigned long long)o.seed, o.slots);
+    fflush(stdout);
+  }
+
+  slot slots[kMaxSlots];
+  memset(slots, 0, sizeof(slots));
+  rk_tally tally = {0, 0, 0};
+  long created = 0, mr_most = 0;
+  long baseline_kib = -1, worst_kib = 0;
+  const long warmup = o.calls / 10;
+  const double t0 = MPI_Wtime();
+  char who[64];
+  snprintf(who, sizeof(who), "rank %d", rank);
+
+  for (long i = 0; i < o.calls; ++i) {
+    const uint64_t h = tu_hash(o.seed, (uint64_t)i, 0);
+    if (tu_hash(h, 7, 0) % 40 == 0) {
+      slot* s = &slots[(h >> 8) % (uint64_t)o.slots];
+      created += !s->used;
+      slot_change(s, h, rank, size);
+    }
+    const int pick = (int)((h >> 32) % (uint64_t)(o.slots + 1));
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (pick > 0 && slots[pick - 1].used) comm = slots[pick - 1].comm;
+    if (comm != MPI_COMM_NULL) {
+      int csize = 0;
+      MPI_Comm_size(comm, &csize);
+      rk_call c;
+      rk_draw(tu_hash(h, 9, 0), csize, o.max_bytes, &c);
+      rk_run_counted(&c, comm, who, &tally, 20);
+    }
+
+    const long done = i + 1;
+    if (done % o.report_every != 0 && done != o.calls) continue;
+    snapshot s = take_snapshot(&tally);
+    if (done >= warmup && baseline_kib < 0) baseline_kib = s.rss_kib;
+    if (baseline_kib >= 0 && s.rss_kib > worst_kib) worst_kib = s.rss_kib;
+    if (s.mr_entries > mr_most) mr_most = s.mr_entries;
+    if (rank == 0) {
+      print_snapshot(done == o.calls ? "end" : "after", done, MPI_Wtime() - t0, &s);
+      if (s.mr_capacity > 0 && s.mr_entries > s.mr_capacity) {
+        printf("FAIL: the MR cache holds %ld entries, more than its capacity %ld\n", s.mr_entries,
+               s.mr_capacity);
+        failed = 1;
+      }
+      if (s.comms > o.slots + 1) {
+        printf("FAIL: efacoll holds %ld communicators; at most %d are alive\n", s.comms,
+               o.slots + 1);
+        failed = 1;
+      }
+    }
+  }
+
+  for (int k = 0; k < o.slots; ++k) {
+    if (slots[k].used) slot_change(&slots[k], 0, rank, size);
+  }
+  snapshot end = take_snapshot(&tally);
+  const long bound_kib = (long)(o.rss_factor * (double)baseline_kib) + o.rss_slack_mib * 1024;
+  if (rank == 0) {
+    printf("communicators created and freed during the run: %ld\n", created);
+    printf("after freeing them: efacoll holds %ld communicator(s), MR cache %ld entries\n",
+           end.comms, end.mr_entries);
+    if (end.comms > 1) {
+      printf("FAIL: efacoll still holds communicators that MPI freed\n");
+      failed = 1;
+    }
+    if (end.mismatches || end.errors) failed = 1;
+    if (baseline_kib >= 0) {
+      printf("resident memory: %.1f MiB after warm-up (%ld collectives), at most %.1f MiB later "
+             "(bound %.1f MiB), peak %.1f MiB\n",
+             baseline_kib / 1024.0, warmup, worst_kib / 1024.0, bound_kib / 1024.0,
+             end.peak_kib / 1024.0);
+      if (worst_kib > bound_kib) {
+        printf("FAIL: resident memory grew past its bound\n");
+        failed = 1;
+      }
+    }
+    printf("RESULT collectives %ld, calls on all ranks %ld, mismatches %ld (expected 0), errors %ld "
+           "(expected 0), hangs 0, peak RSS %.1f MiB, MR cache max %ld entries: %s\n",
+           o.calls, end.calls, end.mismatches, end.errors, end.peak_kib / 1024.0, mr_most,
+           failed ? "FAILED" : "passed");
+    fflush(stdout);
+  }
+  int any = 0;
+  PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  failed = any;
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,134 @@
+// Ranks that make different calls must all get an error, never a silently mixed result or a
+// hang. Where the calls move the same messages (another op or type) every rank learns at once
+// what differed, and the communicator then still works. Where they move different messages
+// (another collective or count), ranks wait for messages that never come: errors within
+// EFACOLL_TIMEOUT, from the signature where one of the messages meets a receive.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/call_signature.h"
+#include "reference.h"
+#include "thread_ranks.h"
+
+namespace efacoll {
+namespace testing {
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(20), kShortTimeout = std::chrono::seconds(3);
+
+struct Call {
+  CollKind kind = CollKind::kAllreduce;
+  DType dtype = DType::kInt32;
+  ROp op = ROp::kSum;
+  size_t count = 1000;
+};
+
+// Runs `call` on a fresh buffer; allgather and reduce-scatter take `count` per rank.
+Status run_call(Comm& comm, int n, const Call& call) {
+  const size_t esize = dtype_size(call.dtype);
+  const size_t in_count = call.kind == CollKind::kAllreduce   ? call.count
+                          : call.kind == CollKind::kAllgather ? call.count
+                                                              : call.count * n;
+  const size_t out_count = call.kind == CollKind::kAllgather ? call.count * n : in_count;
+  std::vector<uint8_t> in(in_count * esize, 1), out(out_count * esize, 0);
+  std::vector<size_t> counts(n, call.count);
+  CollArgs a;
+  a.kind = call.kind;
+  a.sendbuf = in.data();
+  a.recvbuf = out.data();
+  a.count = call.count;
+  a.recvcounts = counts.data();
+  a.dtype = call.dtype;
+  a.op = call.op;
+  return comm.run(a);
+}
+
+struct Case {
+  const char* name;
+  Call odd;          // what rank 1 calls; the others call Call{}
+  bool same_shape;   // the same messages: found at once, by every rank
+  const char* said;  // in the message of the rank that received from rank 1
+};
+
+const Case kCases[] = {
+    {"op",
+     {CollKind::kAllreduce, DType::kInt32, ROp::kMax, 1000},
+     true,
+     "allreduce of int32 with max"},
+    {"type",
+     {CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 1000},
+     true,
+     "allreduce of float32"},
+    {"count", {CollKind::kAllreduce, DType::kInt32, ROp::kSum, 1003}, false, ""},
+    {"collective", {CollKind::kReduceScatter, DType::kInt32, ROp::kSum, 250}, false, ""},
+};
+
+RankSetup setup_for(const std::string& transport, const Case& c) {
+  RankSetup s;
+  s.transport = transport;
+  s.config.chunk_bytes = 1024;  // several messages a step
+  s.config.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      c.same_shape ? kTimeout : kShortTimeout);
+  return s;
+}
+
+void expect_every_rank_told(const std::string& transport, int n, const Case& c) {
+  std::vector<std::string> messages(n);
+  const auto start = std::chrono::steady_clock::now();
+  auto failures = run_ranks(n, setup_for(transport, c), [&](RankContext& ctx) {
+    const Status st = run_call(ctx.comm, n, ctx.rank == 1 ? c.odd : Call{});
+    if (st.is_ok() || (c.same_shape && st.code() != Code::kMismatch)) {
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
+    }
+    messages[ctx.rank] = st.message();
+    if (!c.same_shape) return;
+    // The communicator still works, exactly.
+    Call next;
+    next.count = 77;
+    std::vector<int32_t> in(next.count, ctx.rank + 1), out(next.count, 0);
+    CollArgs a;
+    a.sendbuf = in.data();
+    a.recvbuf = out.data();
+    a.count = next.count;
+    a.dtype = DType::kInt32;
+    const Status again = ctx.comm.run(a);
+    if (!again.is_ok() || out[0] != n * (n + 1) / 2 || out[next.count - 1] != out[0]) {
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + " after: " + again.to_string());
+    }
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(failures.empty()) << c.name << ": " << ::testing::PrintToString(failures);
+  EXPECT_LT(seconds, c.same_shape ? 10 : 2 * kShortTimeout.count() + 5)
+      << c.name << (c.same_shape ? ": found by the messages, not by the timeout" : "");
+  bool named = false;
+  for (const std::string& m : messages) named |= m.find(c.said) != std::string::npos;
+  EXPECT_TRUE(named) << c.name << ": " << ::testing::PrintToString(messages);
+}
+
+TEST(Mismatch, EveryRankLearnsWhatDifferedOverLoopback) {
+  for (const Case& c : kCases) expect_every_rank_told("loopback", 4, c);
+}
+
+TEST(Mismatch, EveryRankLearnsWhatDifferedOverTcp) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  for (const Case& c : kCases) expect_every_rank_told("tcp", 3, c);
+}
+
+TEST(Mismatch, SignatureNamesTheDifference) {
+  const uint32_t sum = call_signature(CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 10);
+  EXPECT_EQ(describe_mismatch(sum, sum, 2), "");
+  EXPECT_NE(call_signature(CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 11), sum);
+  EXPECT_EQ(describe_mismatch(
+                sum, call_signature(CollKind::kAllreduce, DType::kFloat32, ROp::kMax, 10), 2),
+            "rank 2 called allreduce of float32 with max, this rank allreduce of float32 with sum");
+  EXPECT_EQ(call_signature(CollKind::kAllgather, DType::kInt8, ROp::kSum, 5),
+            call_signature(CollKind::kAllgather, DType::kInt8, ROp::kMax, 5))
+      << "allgather has no op";
+  EXPECT_NE(describe_mismatch(sum, kPoisonSignature, 3).find("rank 3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace efacoll
