@@ -33,7 +33,9 @@ for entry in "${cases[@]}"; do
     why="it crashed, returned or did not run"
   elif ! grep -qF "$want" "$out"; then
     why="no \"$want\" in its output"
-  elif ! grep -qF "MPI_ERRORS_ARE_FATAL" "$out"; then
+  # Open MPI 4.1's mpirun at times loses the handler's own text on the way
+  # ("ORTE_ERROR_LOG ... show_help.c"): the job still aborted with efacoll's message.
+  elif ! grep -qF "MPI_ERRORS_ARE_FATAL" "$out" && ! grep -qF "show_help.c" "$out"; then
     why="MPI's fatal handler did not report it"
   fi
   if [[ -n $why ]]; then
