@@ -75,6 +75,7 @@ struct ArgError {
   std::string message;
   bool ok() const { return error_class == MPI_SUCCESS; }
 };
+bool is_intercomm(MPI_Comm comm);
 void args_init();     // after MPI_Init; the committed-type probe
 void args_release();  // before MPI_Finalize
 ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,

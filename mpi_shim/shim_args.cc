@@ -75,9 +75,7 @@ struct CommShape {
 
 ArgError check_comm(MPI_Comm comm, CommShape* shape) {
   if (comm == MPI_COMM_NULL) return fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  shape->inter = inter != 0;
+  shape->inter = is_intercomm(comm);
   PMPI_Comm_rank(comm, &shape->rank);
   PMPI_Comm_size(comm, &shape->size);
   shape->receive_from = shape->size;
@@ -202,6 +200,12 @@ ArgError check_scatter(const void* sendbuf, const void* recvbuf, const int* coun
 }
 
 }  // namespace
+
+bool is_intercomm(MPI_Comm comm) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  return inter != 0;
+}
 
 void args_init() {
   MPI_Comm probe = MPI_COMM_NULL;

@@ -13,12 +13,6 @@ namespace {
 
 using Call = std::function<int(const void*, void*)>;
 
-bool is_intercomm(MPI_Comm comm) {
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  return inter != 0;
-}
-
 // Why the engine cannot take a call with valid arguments; nullptr if it can.
 const char* route_obstacle(MPI_Comm comm, const CallBuffers& b) {
   if (!engine_active()) return "efacoll inactive";

@@ -55,6 +55,7 @@ class Executor {
   Status fail_with_cleanup(Status error);
   Status op_error(const Op& op, const Status& status) const;
   Status in_context(const Status& status) const;
+  std::string earliest_posted_step() const;
   std::string timeout_message() const;
   bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
 
@@ -158,13 +159,17 @@ void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
 // A failure no single operation owns (progress itself failed), placed at the earliest step
 // still in flight.
 Status Executor::in_context(const Status& status) const {
+  return Status(status.code(),
+                ctx_.what + ": step " + earliest_posted_step() + ": " + status.message());
+}
+
+// The step of the earliest operation still in flight ("?" when none is).
+std::string Executor::earliest_posted_step() const {
   uint32_t step = UINT32_MAX;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     if (slots_[i].posted) step = std::min(step, s_.ops[i].step);
   }
-  return Status(status.code(), ctx_.what + ": step " +
-                                   (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
-                                   ": " + status.message());
+  return step == UINT32_MAX ? std::string("?") : std::to_string(step);
 }
 
 // An operation's failure, whether at posting or at completion, said with the collective, the
@@ -251,10 +256,8 @@ Status Executor::start(uint32_t index) {
 
 std::string Executor::timeout_message() const {
   std::set<int> silent, unacked;
-  uint32_t step = UINT32_MAX;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     if (!slots_[i].posted) continue;
-    step = std::min(step, s_.ops[i].step);
     if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
     if (s_.ops[i].kind == OpKind::kSend) unacked.insert(s_.ops[i].peer);
   }
@@ -269,8 +272,7 @@ std::string Executor::timeout_message() const {
            std::to_string(ctx_.timeout.count() / 1000) + " s (EFACOLL_TIMEOUT), waiting on ranks " +
            ranks;
   return ctx_.what + ": no progress for " + std::to_string(ctx_.timeout.count() / 1000) +
-         " s (EFACOLL_TIMEOUT) at step " +
-         (step == UINT32_MAX ? std::string("?") : std::to_string(step)) +
+         " s (EFACOLL_TIMEOUT) at step " + earliest_posted_step() +
          "; ranks that did not answer: " + (ranks.empty() ? std::string("none pending") : ranks);
 }
 
