@@ -1,5 +1,6 @@
 #include "coll/channels.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace efacoll {
@@ -124,6 +125,30 @@ bool channels_apply(CollKind kind, bool ring_builder, bool inplace) {
   return kind == CollKind::kAllgather || !inplace;
 }
 
+namespace {
+
+// The channels' operations step by step, channel after channel within a step: the executor posts
+// the lowest index first, and with whole channels one after another the first channel's later
+// steps took every posting slot while the others' first messages waited, unmatched, at their
+// receivers. Providers that hold unmatched large messages back (shm, udp) then stalled.
+Schedule interleave_steps(const Schedule& in) {
+  std::vector<uint32_t> order(in.ops.size()), position(in.ops.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return in.ops[a].step < in.ops[b].step; });
+  for (uint32_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  Schedule out = in;
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    out.ops[i] = in.ops[order[i]];
+    out.num_deps[i] = in.num_deps[order[i]];
+    out.successors[i].clear();
+    for (uint32_t next : in.successors[order[i]]) out.successors[i].push_back(position[next]);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<int> channel_ring_order(int nranks, int ranks_per_node, int channel) {
   std::vector<int> order(nranks);
   std::iota(order.begin(), order.end(), 0);
@@ -149,7 +174,7 @@ Status build_channels(const ChannelArgs& ca, const RingArgs& args, const Channel
     merged.scratch_bytes += sub.scratch_bytes;
   }
   if (!any) return build(args, out);  // nothing to move: the one-channel schedule (copies)
-  *out = std::move(merged);
+  *out = interleave_steps(merged);
   return Status::ok();
 }
 

@@ -34,7 +34,7 @@ uint32_t call_signature(CollKind kind, DType dtype, ROp op, size_t total_count) 
 
 std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer) {
   if (mine == theirs) return "";
-  const std::string who = "rank " + std::to_string(peer);
+  const std::string who = peer < 0 ? std::string("a peer") : "rank " + std::to_string(peer);
   if (theirs == kPoisonSignature) return who + " stopped trusting this call: a mismatch elsewhere";
   if ((mine >> 2) == (theirs >> 2))
     return who + " called " + call_text(theirs) + " with a different count";

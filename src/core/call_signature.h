@@ -16,7 +16,7 @@ namespace efacoll {
 uint32_t call_signature(CollKind kind, DType dtype, ROp op, size_t total_count);
 
 // "allreduce of float with max" and, where the counts' bits differ, "a different count";
-// `theirs` from rank `peer`. Empty when they agree.
+// `theirs` from rank `peer` (-1: a peer not known by rank). Empty when they agree.
 std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer);
 
 }  // namespace efacoll

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "core/call_signature.h"
+#include "core/peer_watch.h"
 #include "transport/tag.h"
 
 namespace efacoll {
@@ -41,7 +42,14 @@ struct OpSlot : Completion {
 class Executor {
  public:
   Executor(const Schedule& s, const ExecContext& ctx, const ExecBuffers& bufs)
-      : s_(s), ctx_(ctx), bufs_(bufs), deps_(s.num_deps), slots_(new OpSlot[s.ops.size()]) {}
+      : s_(s),
+        ctx_(ctx),
+        bufs_(bufs),
+        deps_(s.num_deps),
+        slots_(new OpSlot[s.ops.size()]),
+        watch_(s, ctx),
+        look_every_(std::clamp<std::chrono::milliseconds>(
+            ctx.timeout / 16, std::chrono::milliseconds(1), std::chrono::milliseconds(100))) {}
 
   Status run();
 
@@ -58,6 +66,9 @@ class Executor {
   std::string earliest_posted_step() const;
   std::string timeout_message() const;
   bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
+  std::set<int> schedule_peers() const;
+  void look_at_peers();
+  void settle_watch();
 
   uint8_t* resolve(const BufRef& ref) const;
   const MemRegion* region_of(BufId id) const;
@@ -78,8 +89,12 @@ class Executor {
   size_t posted_[2] = {0, 0};
   Status error_;
   // The first mismatch found (kMismatch). The schedule still runs to its end, its later sends
-  // marked as poison, so that every peer waiting on this rank learns of it instead of timing out.
+  // marked as poison, so that every peer waiting on this rank learns of it at once and no
+  // message is left behind; should it stall, the rank gives up and sends notices instead.
   Status mismatch_;
+  // While nothing arrives: looks for messages of another call and for peers' notices.
+  PeerWatch watch_;
+  const std::chrono::milliseconds look_every_;
 };
 
 uint8_t* Executor::resolve(const BufRef& ref) const {
@@ -124,7 +139,10 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes) {
   std::string why;
   if (status.code() == Code::kTruncate) {
-    why = status.message();
+    why = "rank " + std::to_string(op.peer) +
+          (op.kind == OpKind::kSend ? " expects less than this call sends ("
+                                    : " sent more than this call expects (") +
+          status.message() + "): a different count there";
   } else if (!status.is_ok()) {
     return false;
   } else if (const uint32_t theirs = tag_signature(slot.tag); theirs != ctx_.signature) {
@@ -276,7 +294,51 @@ std::string Executor::timeout_message() const {
          "; ranks that did not answer: " + (ranks.empty() ? std::string("none pending") : ranks);
 }
 
+std::set<int> Executor::schedule_peers() const {
+  std::set<int> peers;
+  for (const Op& op : s_.ops) {
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) peers.insert(op.peer);
+  }
+  return peers;
+}
+
+// The ranks whose messages we wait for, and, for a one-sided protocol, clear-to-sends.
+void Executor::look_at_peers() {
+  std::set<int> silent;
+  bool sends = false;
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    if (!slots_[i].posted) continue;
+    if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
+    if (s_.ops[i].kind == OpKind::kSend) sends = true;
+  }
+  watch_.look(silent, sends && ctx_.transport->info().rdma);
+}
+
+// Looks still in flight finish before the executor is gone (a peek completes at once).
+void Executor::settle_watch() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  IdleBackoff backoff;
+  while (watch_.in_flight() > 0 && std::chrono::steady_clock::now() < until) {
+    int n = 0;
+    if (!ctx_.transport->progress(&n).is_ok()) break;
+    if (n == 0) backoff.idle();
+  }
+  if (watch_.in_flight() > 0) watch_.abandon();
+}
+
 Status Executor::fail_with_cleanup(Status error) {
+  // A mismatch found first is the cause; what failed after it (tcp;ofi_rxm drops a connection
+  // that delivered a message too long for its receive) only follows from it.
+  if (!mismatch_.is_ok() && error.code() != Code::kMismatch)
+    error = Status(Code::kMismatch, mismatch_.message() + "; then: " + error.message());
+  // Peers waiting on this rank learn at once that it gives up, not at their own timeouts.
+  int silent = -1;
+  if (error.code() == Code::kTimeout && watch_.found().is_ok()) {
+    for (size_t i = 0; i < s_.ops.size() && silent < 0; ++i) {
+      if (slots_[i].posted && s_.ops[i].kind == OpKind::kRecv) silent = s_.ops[i].peer;
+    }
+  }
+  watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;
     if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {
@@ -294,7 +356,8 @@ Status Executor::fail_with_cleanup(Status error) {
   const auto short_until = now + std::chrono::milliseconds(100);
   const bool timed_out = error.code() == Code::kTimeout;
   IdleBackoff backoff;
-  while (in_flight_ > 0 && std::chrono::steady_clock::now() < drain_until) {
+  while ((in_flight_ > 0 || watch_.in_flight() > 0) &&
+         std::chrono::steady_clock::now() < drain_until) {
     if ((timed_out || in_flight_ == posted_[0]) && std::chrono::steady_clock::now() > short_until)
       break;
     int n = 0, m = 0;
@@ -309,6 +372,7 @@ Status Executor::fail_with_cleanup(Status error) {
     EFACOLL_WARN(kNet, "%s: %zu operations could not be canceled", ctx_.what.c_str(), in_flight_);
     slots_.release();
   }
+  if (watch_.in_flight() > 0) watch_.abandon();
   return error;
 }
 
@@ -318,6 +382,7 @@ Status Executor::run() {
   }
   IdleBackoff backoff;
   auto last_progress = std::chrono::steady_clock::now();
+  auto next_look = last_progress;
   size_t answered_seen = 0;
   size_t done_seen = 0;
   while (done_ < s_.ops.size()) {
@@ -340,14 +405,17 @@ Status Executor::run() {
       moved = true;
     }
     for (uint32_t index : deferred_) ready_.push(index);
+    // Only this call's operations count: the transport also completes other calls' (threads on
+    // other communicators) and the peer watch's looks.
+    const size_t done_before = done_;
     int completed = 0, local_completed = 0;
     Status st = ctx_.transport->progress(&completed);
     if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
     st = ctx_.local->progress(&local_completed);
     if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
-    completed += local_completed;
+    if (!watch_.found().is_ok() && error_.is_ok()) error_ = in_context(watch_.found());
     if (!error_.is_ok()) return fail_with_cleanup(error_);
-    if (completed > 0 || moved) {
+    if (done_ != done_before || moved) {
       backoff.reset();
       // What arrived, and local work, is progress; sends finishing (and the sends they let
       // start) are not while receives wait: draining a backlog of sends to a live peer must not
@@ -365,11 +433,21 @@ Status Executor::run() {
     } else {
       backoff.idle();
     }
-    if (std::chrono::steady_clock::now() - last_progress > ctx_.timeout) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress > look_every_ && now >= next_look) {
+      look_at_peers();
+      next_look = now + look_every_;
+    }
+    // Calls of different shapes can wait on each other in a circle with nothing left to peek
+    // at: once a mismatch is known and nothing comes, the notices tell the peers instead.
+    if (!mismatch_.is_ok() && now - last_progress > 2 * look_every_)
+      return fail_with_cleanup(mismatch_);
+    if (now - last_progress > ctx_.timeout) {
       return fail_with_cleanup(
           Status(mismatch_.is_ok() ? Code::kTimeout : Code::kMismatch, timeout_message()));
     }
   }
+  settle_watch();
   return error_.is_ok() ? mismatch_ : error_;
 }
 

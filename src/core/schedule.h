@@ -44,7 +44,7 @@ struct Schedule {
   std::string describe() const;  // one line per op, for TRACE and test failures
 };
 
-// Message ids are 20 bits in the tag (see transport/tag.h).
-constexpr uint32_t kMaxMsgId = (1u << 20) - 1;
+// Message ids are 20 bits in the tag (see transport/tag.h); the top 4096 are the notices'.
+constexpr uint32_t kMaxMsgId = 0xff000 - 1;
 
 }  // namespace efacoll

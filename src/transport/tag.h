@@ -23,6 +23,16 @@ constexpr uint64_t kSignatureMask = ((uint64_t{1} << kSignatureBits) - 1) << kSi
 // no valid data, and every receiver stops trusting the call too.
 constexpr uint32_t kPoisonSignature = 0xfff;
 
+// Notices (core/peer_watch.h): zero-byte messages whose ids lie above every schedule's
+// (core/schedule.h, kMaxMsgId): the reason in 2 bits, then 10 more bits of the call's sequence
+// than the tag's own 6, so that a notice left over from an earlier call is not taken for one of
+// this call.
+constexpr uint32_t kNoticeMsgBase = 0xff000;
+constexpr uint64_t kNoticeReasonMask = uint64_t{3} << 10;
+inline uint32_t notice_msg_id(uint32_t reason, uint32_t seq) {
+  return kNoticeMsgBase | ((reason & 3) << 10) | ((seq >> 6) & 0x3ff);
+}
+
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
                          uint32_t signature = 0) {
   return (static_cast<uint64_t>(comm_id & 0xfff) << 52) |
@@ -30,6 +40,10 @@ inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32
          (static_cast<uint64_t>(signature & 0xfff) << kSignatureShift) |
          (static_cast<uint64_t>(sender & 0x3fff) << 20) | (msg_id & 0xfffff);
 }
+
+constexpr uint64_t kSenderMask = uint64_t{0x3fff} << 20;
+inline int tag_sender(uint64_t tag) { return static_cast<int>((tag >> 20) & 0x3fff); }
+inline uint32_t tag_msg_id(uint64_t tag) { return static_cast<uint32_t>(tag & kMaxMsgIdInTag); }
 
 inline uint32_t tag_signature(uint64_t tag) {
   return static_cast<uint32_t>((tag & kSignatureMask) >> kSignatureShift);

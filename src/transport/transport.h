@@ -76,6 +76,16 @@ class Transport {
   virtual Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
                       Completion* completion) = 0;
 
+  // Looks, without taking it, for a message that arrived and no receive has taken, whose tag
+  // equals `tag` outside `ignore` (FI_PEEK). Completes in progress(): ok with the tag found in
+  // completion->tag and its length, or Code::kAgain when there is none. `peer`: the sender where
+  // the tag names one (a multi-rail transport finds the rail by it). kUnsupported where the
+  // provider cannot look.
+  virtual Status peek(PeerAddr /*peer*/, uint64_t /*tag*/, uint64_t /*ignore*/,
+                      Completion* /*completion*/) {
+    return Status(Code::kUnsupported, "this transport cannot peek");
+  }
+
   // Runs the callbacks of finished operations; *completed counts them.
   virtual Status progress(int* completed) = 0;
   // Asks for a posted operation to end; its callback still runs (with an error) in progress().

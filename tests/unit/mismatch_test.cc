@@ -1,8 +1,9 @@
 // Ranks that make different calls must all get an error, never a silently mixed result or a
 // hang. Where the calls move the same messages (another op or type) every rank learns at once
 // what differed, and the communicator then still works. Where they move different messages
-// (another collective or count), ranks wait for messages that never come: errors within
-// EFACOLL_TIMEOUT, from the signature where one of the messages meets a receive.
+// (another collective or count), a waiting rank peeks at what arrived that no receive takes and
+// the others learn from its notice: every rank errs saying what differed, long before
+// EFACOLL_TIMEOUT.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,7 +16,7 @@ namespace efacoll {
 namespace testing {
 namespace {
 
-constexpr auto kTimeout = std::chrono::seconds(20), kShortTimeout = std::chrono::seconds(3);
+constexpr auto kTimeout = std::chrono::seconds(20);
 
 struct Call {
   CollKind kind = CollKind::kAllreduce;
@@ -47,8 +48,8 @@ Status run_call(Comm& comm, int n, const Call& call) {
 struct Case {
   const char* name;
   Call odd;          // what rank 1 calls; the others call Call{}
-  bool same_shape;   // the same messages: found at once, by every rank
-  const char* said;  // in the message of the rank that received from rank 1
+  bool same_shape;   // the same messages (the others: some messages are longer than receives)
+  const char* said;  // in the message of some rank
 };
 
 const Case kCases[] = {
@@ -60,29 +61,41 @@ const Case kCases[] = {
      {CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 1000},
      true,
      "allreduce of float32"},
-    {"count", {CollKind::kAllreduce, DType::kInt32, ROp::kSum, 1003}, false, ""},
-    {"collective", {CollKind::kReduceScatter, DType::kInt32, ROp::kSum, 250}, false, ""},
+    // 1000 and 1003 differ in the signature's count bits, 1000 and 4000 do not (found by the
+    // ids and lengths of the messages instead).
+    {"count", {CollKind::kAllreduce, DType::kInt32, ROp::kSum, 1003}, false, "a different count"},
+    {"count, same signature",
+     {CollKind::kAllreduce, DType::kInt32, ROp::kSum, 4000},
+     false,
+     "a different count"},
+    {"collective",
+     {CollKind::kReduceScatter, DType::kInt32, ROp::kSum, 250},
+     false,
+     "called reduce_scatter of int32 with sum"},
 };
 
-RankSetup setup_for(const std::string& transport, const Case& c) {
+RankSetup setup_for(const std::string& transport) {
   RankSetup s;
   s.transport = transport;
   s.config.chunk_bytes = 1024;  // several messages a step
-  s.config.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-      c.same_shape ? kTimeout : kShortTimeout);
+  s.config.timeout = kTimeout;
   return s;
 }
 
+// A message longer than the receive it meets can cost tcp;ofi_rxm its connection (it cannot skip
+// the excess bytes): the rank on the other end then reports that, and later calls between the two
+// may fail too. Everywhere else every rank names the mismatch and the communicator goes on.
 void expect_every_rank_told(const std::string& transport, int n, const Case& c) {
+  const bool exact = c.same_shape || transport != "tcp";
   std::vector<std::string> messages(n);
   const auto start = std::chrono::steady_clock::now();
-  auto failures = run_ranks(n, setup_for(transport, c), [&](RankContext& ctx) {
+  auto failures = run_ranks(n, setup_for(transport), [&](RankContext& ctx) {
     const Status st = run_call(ctx.comm, n, ctx.rank == 1 ? c.odd : Call{});
-    if (st.is_ok() || (c.same_shape && st.code() != Code::kMismatch)) {
+    if (st.is_ok() || (exact && st.code() != Code::kMismatch)) {
       ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
     }
     messages[ctx.rank] = st.message();
-    if (!c.same_shape) return;
+    if (!exact) return;
     // The communicator still works, exactly.
     Call next;
     next.count = 77;
@@ -100,8 +113,7 @@ void expect_every_rank_told(const std::string& transport, int n, const Case& c) 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(failures.empty()) << c.name << ": " << ::testing::PrintToString(failures);
-  EXPECT_LT(seconds, c.same_shape ? 10 : 2 * kShortTimeout.count() + 5)
-      << c.name << (c.same_shape ? ": found by the messages, not by the timeout" : "");
+  EXPECT_LT(seconds, kTimeout.count() / 2) << c.name << ": found by the messages, not the timeout";
   bool named = false;
   for (const std::string& m : messages) named |= m.find(c.said) != std::string::npos;
   EXPECT_TRUE(named) << c.name << ": " << ::testing::PrintToString(messages);
@@ -114,6 +126,21 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverLoopback) {
 TEST(Mismatch, EveryRankLearnsWhatDifferedOverTcp) {
   if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
   for (const Case& c : kCases) expect_every_rank_told("tcp", 3, c);
+}
+
+// udp;ofi_rxd, the nearest to EFA's SRD, peeks as tcp does.
+TEST(Mismatch, EveryRankLearnsWhatDifferedOverUdp) {
+  if (!provider_available("udp")) GTEST_SKIP() << "no udp provider";
+  for (const Case& c : kCases) expect_every_rank_told("udp", 3, c);
+}
+
+// shm (libfabric 1.17) cannot peek, and messages longer than their receives stop its ranks
+// inside the provider, where no timeout reaches: only the calls of the same shape run here.
+TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
+  if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
+  for (const Case& c : kCases) {
+    if (c.same_shape) expect_every_rank_told("shm", 3, c);
+  }
 }
 
 TEST(Mismatch, SignatureNamesTheDifference) {

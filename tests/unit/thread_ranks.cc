@@ -63,6 +63,7 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
       }
       EngineConfig config = setup.config;
       if (setup.node_size > 0) config.node_name = "node " + std::to_string(r / setup.node_size);
+      if (setup.adjust) setup.adjust(r, &config);
       Engine engine(std::move(transport), config);
       ThreadBootstrap bootstrap(group, r);
       std::unique_ptr<Comm> comm;

@@ -51,6 +51,7 @@ struct RankSetup {
   EngineConfig config;
   FabricOptions fabric;
   int node_size = 0;  // >0: rank r is on declared node r / node_size
+  std::function<void(int rank, EngineConfig* config)> adjust;  // one rank's own settings
 };
 
 struct RankContext {

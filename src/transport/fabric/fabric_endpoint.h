@@ -52,12 +52,13 @@ struct ClearToSend {
 };
 
 enum class ReqKind : uint8_t {
-  kSend,       // two-sided tagged send
-  kRecv,       // two-sided tagged receive
-  kInjected,   // finished when posted; reported at the next progress()
-  kAwaitCts,   // one-sided send: waiting for the receiver's clear-to-send
-  kWrite,      // one-sided send: the write is posted
-  kAwaitWrite  // one-sided receive: clear-to-send sent, waiting for the remote write
+  kSend,        // two-sided tagged send
+  kRecv,        // two-sided tagged receive
+  kInjected,    // finished when posted; reported at the next progress()
+  kAwaitCts,    // one-sided send: waiting for the receiver's clear-to-send
+  kWrite,       // one-sided send: the write is posted
+  kAwaitWrite,  // one-sided receive: clear-to-send sent, waiting for the remote write
+  kPeek         // FI_PEEK: a look at the unexpected messages
 };
 
 struct Request {
@@ -101,6 +102,7 @@ class FabricTransport : public Transport {
               Completion* completion) override;
   Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* completion) override;
+  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* completion) override;
   Status progress(int* completed) override;
   void cancel(Completion* completion) override;
 
@@ -131,6 +133,7 @@ class FabricTransport : public Transport {
   Fid<fid_ep> ep_;
   TransportInfo info_;
   uint64_t mr_mode_ = 0;
+  bool peek_unsupported_ = false;
   std::vector<uint8_t> address_;
   std::map<std::vector<uint8_t>, fi_addr_t> known_peers_;
   std::mutex mutex_;  // request pool and the deferred lists

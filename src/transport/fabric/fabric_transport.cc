@@ -56,6 +56,8 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   info_.needs_local_mr = (mr_mode_ & FI_MR_LOCAL) != 0;
   info_.inject_size = fi->tx_attr->inject_size;
   info_.max_msg_size = fi->ep_attr->max_msg_size ? fi->ep_attr->max_msg_size : SIZE_MAX;
+  // shm (libfabric 1.17) accepts FI_PEEK but never completes it.
+  peek_unsupported_ = info_.provider == "shm";
   if (fi->tx_attr->size && fi->rx_attr->size)
     info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
@@ -244,6 +246,27 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   return fabric_error("fi_trecv", static_cast<int>(rc));
 }
 
+Status FabricTransport::peek(PeerAddr, uint64_t tag, uint64_t ignore, Completion* completion) {
+  if (peek_unsupported_)
+    return Status(Code::kUnsupported, "provider " + info_.provider + " cannot peek");
+  Request* r = get_request(completion, 0, ReqKind::kPeek);
+  r->tag = tag;
+  fi_msg_tagged msg = {};
+  msg.addr = FI_ADDR_UNSPEC;
+  msg.tag = tag;
+  msg.ignore = ignore;
+  msg.context = &r->context;
+  ssize_t rc = fi_trecvmsg(ep_.get(), &msg, FI_PEEK);
+  if (rc == 0) return Status::ok();
+  put_request(r);
+  if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP || rc == -FI_EINVAL) {
+    peek_unsupported_ = true;
+    return Status(Code::kUnsupported, "provider " + info_.provider + " cannot peek");
+  }
+  return fabric_error("fi_trecvmsg(FI_PEEK)", static_cast<int>(rc));
+}
+
 // A request's CQ entry arrived (two-sided, or a step of the one-sided protocol).
 Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
   switch (r->kind) {
@@ -251,6 +274,7 @@ Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
       r->completion->tag = tag;
       return on_clear_to_send(r);
     case ReqKind::kRecv:
+    case ReqKind::kPeek:
       r->completion->tag = tag;
       complete(r, Status::ok(), len);
       return Status::ok();
@@ -271,6 +295,8 @@ Status FabricTransport::read_cq_error(int* completed) {
   Status st;
   if (code == FI_ECANCELED) {
     st = Status(Code::kFabric, "canceled");
+  } else if (code == FI_ENOMSG) {
+    st = Status(Code::kAgain, "no such message");  // a peek that found nothing
   } else if (code == FI_ETRUNC) {
     st = Status(Code::kTruncate, "message larger than its receive buffer");
   } else {

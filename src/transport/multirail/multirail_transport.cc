@@ -136,6 +136,15 @@ Status MultiRailTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t
   });
 }
 
+// A look that ignores the message id looks on the first rail only: a call of another shape sends
+// on every rail, so its messages show there too.
+Status MultiRailTransport::peek(PeerAddr peer, uint64_t tag, uint64_t ignore,
+                                Completion* completion) {
+  const Peer& p = peers_.at(peer);
+  const size_t rail = (ignore & kMaxMsgIdInTag) ? 0 : rail_of(p, tag);
+  return rails_[rail]->peek(p.rail_addr[rail], tag, ignore, completion);
+}
+
 Status MultiRailTransport::progress(int* completed) {
   *completed = 0;
   Status first;

@@ -32,6 +32,7 @@ class MultiRailTransport : public Transport {
               Completion* completion) override;
   Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* completion) override;
+  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* completion) override;
   Status progress(int* completed) override;
   // Every rail is asked; only the one that posted the operation acts on it.
   void cancel(Completion* completion) override;

@@ -1,0 +1,77 @@
+// What a waiting rank learns from its peers beyond its own schedule's messages:
+// - A peer in another call of another shape (another collective, another count) sends messages
+//   that no receive of this call ever takes. They wait in the provider's unexpected queue with
+//   the peer's call signature in their tags; a peek (FI_PEEK) finds them, and the call ends
+//   saying what differed instead of at the timeout. A message with this call's signature but an
+//   id or a length this rank's schedule does not have is a different count. At a one-sided
+//   sender the same holds for a receiver's clear-to-send.
+// - A rank that gives up on a call (a mismatch, a timeout, an error) sends every peer of its
+//   schedule a zero-byte notice. A rank two hops from a dead peer then errs as soon as its
+//   neighbour times out, not one timeout later, and a mismatch ends on every rank.
+#pragma once
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "core/executor.h"
+
+namespace efacoll {
+
+enum class GiveUp : uint32_t { kMismatch = 0, kTimeout = 1, kError = 2 };
+
+GiveUp give_up_reason(Code code);
+
+class PeerWatch {
+ public:
+  PeerWatch(const Schedule& schedule, const ExecContext& ctx)
+      : schedule_(schedule), ctx_(ctx), slots_(new std::deque<Slot>) {}
+  ~PeerWatch();
+  PeerWatch(const PeerWatch&) = delete;
+  PeerWatch& operator=(const PeerWatch&) = delete;
+
+  // Peeks at what the `silent` ranks sent, and, with `one_sided_sends`, at clear-to-sends for
+  // this rank's sends. Does nothing while the previous look is still in flight.
+  void look(const std::set<int>& silent, bool one_sided_sends);
+  // What a look found: kMismatch, or the error a peer's notice stands for; ok until then.
+  const Status& found() const { return found_; }
+  // Sends the notice to every rank in `peers`, naming `silent` (a rank this one found
+  // silent; -1: the one a notice received named, if any); best effort, completed by progress.
+  void tell(const std::set<int>& peers, GiveUp why, int silent);
+  size_t in_flight() const { return in_flight_; }
+  // The provider still holds some of ours: their storage is left to it.
+  void abandon();
+
+ private:
+  enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice };
+  struct Slot : Completion {
+    PeerWatch* watch = nullptr;
+    Kind kind = Kind::kNotice;
+    int peer = -1;
+    size_t bytes = 0;
+    bool free = true;
+  };
+  Slot* slot(Kind kind, int peer);
+  Status post(Slot* s, const Status& st);
+  static void on_done(Completion* c, const Status& status, size_t bytes);
+  void on_peek(const Slot& s);
+  void note(const Status& st);
+  void learn_schedule();
+
+  const Schedule& schedule_;
+  const ExecContext& ctx_;
+  // What this call receives, by (sender, message id), and the ids it sends: learnt at the first
+  // look, since most calls never wait long enough for one.
+  std::map<std::pair<int, uint32_t>, size_t> receives_;
+  std::set<uint32_t> sends_;
+  bool learnt_ = false;
+  std::unique_ptr<std::deque<Slot>> slots_;  // stable addresses, reused once done
+  size_t in_flight_ = 0;
+  size_t looks_in_flight_ = 0;
+  bool cannot_peek_ = false;
+  int silent_ = -1;  // named by a notice received
+  Status found_;
+};
+
+}  // namespace efacoll
