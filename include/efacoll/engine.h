@@ -24,6 +24,7 @@ struct TransportInfo;
 struct Schedule;
 struct RingArgs;
 struct IpcState;
+struct IpcCallKey;
 struct HierState;
 struct LlCall;
 class MrCache;
@@ -203,6 +204,8 @@ class Comm {
   Status run_ipc(const CollArgs& args, const RingArgs& ring);
   // comm_ipc_direct.cc
   bool ipc_direct_possible(const CollArgs& args) const;
+  Status compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
+                          const std::vector<IpcCallKey>& keys) const;
   Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
   // comm_ipc_ll.cc
   bool ipc_ll_plan(const CollArgs& args, LlCall* call) const;

@@ -4,6 +4,7 @@
 
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_ifname.h"
+#include "policy/fork_safety.h"
 
 namespace efacoll {
 namespace doctor {
@@ -112,6 +113,13 @@ Check huge_page_check(const EnvMap& env) {
     return {"hugepages", Verdict::kOk, "FI_EFA_USE_HUGE_PAGE=" + huge + ": fork() is safe", ""};
   }
   if (fork_safe) return {"hugepages", Verdict::kOk, "FI_EFA_FORK_SAFE=1: huge pages off", ""};
+  // Where the user set none of the fork variables, efacoll sets them itself at start.
+  if (!plan_fork_safety(true, env).set.empty()) {
+    return {"hugepages", Verdict::kOk,
+            "FI_EFA_USE_HUGE_PAGE and FI_EFA_FORK_SAFE unset: efacoll sets FI_EFA_FORK_SAFE=1 and "
+            "FI_EFA_USE_HUGE_PAGE=0 before libfabric starts, so fork() is safe",
+            ""};
+  }
   const std::string state = huge.empty() ? "unset (on)" : huge;
   const std::string hint = fork_heavy_hint(env);
   if (!hint.empty()) {

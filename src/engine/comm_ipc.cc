@@ -13,6 +13,7 @@
 #include "coll/builders.h"
 #include "coll/ring_layout.h"
 #include "common/log.h"
+#include "core/call_signature.h"
 #include "efacoll/engine.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
@@ -98,6 +99,31 @@ bool Comm::ipc_usable(int device) {
   return s.usable;
 }
 
+IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring) {
+  IpcCallKey key;
+  for (size_t c : ring.block_counts) key.count += c;
+  key.signature = call_signature(args.kind, args.dtype, args.op, key.count);
+  return key;
+}
+
+// kMismatch where a rank's key differs from this rank's; `keys` by rank.
+Status Comm::compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
+                              const std::vector<IpcCallKey>& keys) const {
+  for (int p = 0; p < size_; ++p) {
+    std::string why = describe_mismatch(mine.signature, keys[p].signature, p);
+    if (why.empty() && keys[p].count != mine.count) {
+      why = "rank " + std::to_string(p) + " called with " + std::to_string(keys[p].count) +
+            " elements, this rank with " + std::to_string(mine.count);
+    }
+    if (!why.empty()) {
+      return Status(Code::kMismatch, std::string(coll_name(args.kind)) + " on communicator " +
+                                         std::to_string(id_) + " (CUDA IPC): " + why +
+                                         " (every rank must make the same call)");
+    }
+  }
+  return Status::ok();
+}
+
 // Every rank passes every barrier even after a local failure (it skips its work instead): a
 // rank that left early would leave its peers waiting and the next call out of step.
 Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
@@ -110,8 +136,19 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
   uint8_t token = 0;
   std::vector<uint8_t> tokens(size_);
   Status err;
+  bool first = true;
   // Each barrier also says whether every rank is still well: a peer's failure spoils our result.
+  // The first also compares the calls: ranks that called with another type, op or count would
+  // run other numbers of barriers, and pair theirs with the peers' next call. All see the same
+  // tokens, so all stop there together.
   auto barrier = [&]() -> Status {
+    if (first) {
+      first = false;
+      const IpcCallKey mine = ipc_call_key(args, ring);
+      std::vector<IpcCallKey> keys(size_);
+      EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), keys.data()));
+      EFACOLL_RETURN_IF_ERROR(compare_ipc_keys(args, mine, keys));
+    }
     token = err.is_ok();
     EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
     for (int p = 0; p < size_ && err.is_ok(); ++p) {

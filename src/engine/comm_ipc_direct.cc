@@ -111,8 +111,10 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   // its own part failed (managed or pool memory cannot be exported): then all take the rounds.
   struct Blob {
     BufferRef send, recv;
+    IpcCallKey key;
     int32_t ok;
   } mine = {};
+  mine.key = ipc_call_key(args, ring);
   Status st = gpu->synchronize();
   const uint64_t send_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
   if (st.is_ok()) st = describe(gpu, send, send_id, &mine.send);
@@ -120,6 +122,10 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   mine.ok = st.is_ok();
   std::vector<Blob> all(size_);
   EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), all.data()));
+  // Every rank sees every key: all stop here together, before touching a peer's memory.
+  std::vector<IpcCallKey> keys(size_);
+  for (int p = 0; p < size_; ++p) keys[p] = all[p].key;
+  EFACOLL_RETURN_IF_ERROR(compare_ipc_keys(args, mine.key, keys));
   for (const Blob& b : all) {
     if (!b.ok) return run_ipc(args, ring);
   }

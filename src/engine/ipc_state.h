@@ -23,6 +23,18 @@ bool any_gpu_shared(const std::vector<Blob>& all) {
   return false;
 }
 
+// What a rank was asked to do, compared across ranks before any touches another's memory: a rank
+// with another count would read or write past a peer's buffer, or run other numbers of barriers.
+struct IpcCallKey {
+  uint64_t count = 0;  // the whole vector's elements
+  uint32_t signature = 0;
+  uint32_t unused = 0;
+};
+
+struct CollArgs;
+struct RingArgs;
+IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring);
+
 struct IpcState {
   bool usable = false;
   int device = -1;

@@ -141,11 +141,12 @@ struct Candidate {
 };
 
 // The chunk sizes and channel counts the tuner weighs (one value where the user forced it):
-// 64 KiB to 4 MiB (more for huge calls), and no smaller than a 64th of what one channel moves
-// per block. Thousands of
-// small messages in one call gain little overlap and can stall a provider (the tree with 16 KiB
-// chunks on 128 MiB stalls tcp;ofi_rxm).
+// 64 KiB to 4 MiB (more for huge calls), and no smaller than a 64th of a block, whatever the
+// channels. Thousands of small messages in one call gain little overlap and can stall a provider
+// (the tree with 16 KiB chunks on 128 MiB stalls tcp;ofi_rxm); counted per channel, channels let
+// them in again: 64 KiB x 8 channels on a 128 MiB ring ran at 0.47 of 1 MiB x 1 on tcp.
 constexpr double kMaxChunksPerBlock = 64;
+constexpr size_t kMinChunkBytes = size_t(64) << 10;
 // Calls from this size are bandwidth-bound on every platform the model knows.
 constexpr size_t kRingTieBytes = size_t(1) << 20;
 
@@ -155,19 +156,29 @@ std::vector<size_t> chunk_options(const AlgoInputs& in) {
   size_t top = size_t(4) << 20;
   while (top < in.bytes / kMaxChunksPerBlock && top < in.max_chunk_bytes) top *= 4;
   std::vector<size_t> out;
-  for (size_t c = top; c >= (size_t(64) << 10); c /= 4) {
+  for (size_t c = top; c >= kMinChunkBytes; c /= 4) {
     if (c <= in.max_chunk_bytes) out.push_back(c);
   }
   if (out.empty()) out.push_back(in.max_chunk_bytes);
   return out;
 }
 
-// What one channel moves per block (the tree and recursive doubling move the whole vector).
-bool too_many_chunks(const AlgoInputs& in, Algo a, size_t chunk, int channels) {
+// The messages of a block over all channels (the tree and recursive doubling move the whole
+// vector).
+bool too_many_chunks(const AlgoInputs& in, Algo a, size_t chunk) {
   if (in.chunk_forced) return false;
   const double per_block =
       a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks : static_cast<double>(in.bytes);
-  return per_block / channels / chunk > kMaxChunksPerBlock;
+  return per_block / chunk > kMaxChunksPerBlock;
+}
+
+// Channels that would cut a block into messages below the smallest chunk: pieces the chunk
+// options leave out on purpose (8 channels of 32 KiB on a 1 MiB reduce-scatter ran at 0.6 of
+// recursive halving on tcp).
+bool too_thin(const AlgoInputs& in, Algo a, int channels) {
+  const double per_block =
+      a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks : static_cast<double>(in.bytes);
+  return per_block / channels < kMinChunkBytes;
 }
 
 std::vector<int> channel_options(const AlgoInputs& in, Algo a) {
@@ -191,7 +202,8 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
   for (int channels : channel_options(in, a)) {
     for (size_t chunk : chunks) {
       // The largest chunk stays a candidate whatever the count.
-      if (chunk != chunks.front() && too_many_chunks(in, a, chunk, channels)) continue;
+      if (chunk != chunks.front() && too_many_chunks(in, a, chunk)) continue;
+      if (channels > 1 && too_thin(in, a, channels)) continue;
       ci.chunk_bytes = chunk;
       ci.channels = channels;
       const double us = predict_us(model, a, ci);

@@ -54,4 +54,7 @@ void run_case(const Case& c);
 // valid call on the same communicator.
 void bad_input(const std::vector<const CommUnderTest*>& comms);
 
+// mpi_gpu_mismatch.cc: rank 1 calls with another op, type or count; every rank must err.
+void mismatched_calls(const CommUnderTest& cu);
+
 }  // namespace gputest

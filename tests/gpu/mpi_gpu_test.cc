@@ -341,6 +341,8 @@ int run_all(bool with_large) {
     if (g_ctx.engine_active) {
       section("bad input: the standard's error class, buffers untouched, next call works",
               [&] { bad_input(comms); });
+      section("mismatched calls: every rank errs, the next call works",
+              [&] { mismatched_calls(world); });
     }
     if (with_large) {
       section("large: 256 MiB allreduce, 64 MiB allgather and reduce_scatter_block",

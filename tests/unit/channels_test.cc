@@ -58,7 +58,9 @@ TEST(Channels, ChannelCKeepsToRailCWithAsManyRails) {
     if (op.kind != OpKind::kSend) continue;
     ++sends;
     const size_t at = op.src.buf == BufId::kScratch ? SIZE_MAX : op.src.offset;
-    if (at != SIZE_MAX) EXPECT_EQ(op.msg_id % 2, at < half ? 0u : 1u) << s.describe();
+    if (at != SIZE_MAX) {
+      EXPECT_EQ(op.msg_id % 2, at < half ? 0u : 1u) << s.describe();
+    }
   }
   EXPECT_GT(sends, 8);
 }

@@ -85,15 +85,24 @@ const char kOld[] = "5.10.0-26-cloud-amd64";
 
 // With EFA: huge pages and fork(), rdma-core's fork protection.
 const HazardCase kHazards[] = {
+    // Nothing set: efacoll sets both itself (policy/fork_safety).
+    {"hugepages", kNew, {}, Verdict::kOk, "efacoll sets FI_EFA_FORK_SAFE=1", ""},
     {"hugepages",
      kNew,
-     {},
+     {{"TORCHELASTIC_RUN_ID", "job7"}},
+     Verdict::kOk,
+     "efacoll sets FI_EFA_FORK_SAFE=1",
+     ""},
+    // The user's own fork setting stands, and huge pages stay on.
+    {"hugepages",
+     kNew,
+     {{"RDMAV_FORK_SAFE", "1"}},
      Verdict::kInfo,
      "FI_EFA_USE_HUGE_PAGE unset (on)",
      "FI_EFA_USE_HUGE_PAGE=0"},
     {"hugepages",
      kNew,
-     {{"TORCHELASTIC_RUN_ID", "job7"}},
+     {{"TORCHELASTIC_RUN_ID", "job7"}, {"RDMAV_FORK_SAFE", "1"}},
      Verdict::kWarn,
      "TORCHELASTIC_RUN_ID is set",
      "DataLoader"},

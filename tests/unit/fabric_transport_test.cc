@@ -187,7 +187,9 @@ TEST_P(FabricPair, PeekFindsAMessageNoReceiveTookAndLeavesIt) {
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     ASSERT_TRUE(wait_all({&seen}));
     found = seen.status.is_ok();
-    if (!found) EXPECT_EQ(seen.status.code(), Code::kAgain) << seen.status.to_string();
+    if (!found) {
+      EXPECT_EQ(seen.status.code(), Code::kAgain) << seen.status.to_string();
+    }
   }
   ASSERT_TRUE(found) << "the message never showed";
   EXPECT_EQ(seen.tag, tag);

@@ -1,0 +1,62 @@
+// efacoll_mpi_gpu_tests: ranks that make different calls on GPU buffers inside one node (the CUDA
+// IPC protocols, where peers read and write each other's memory). Every rank must return an
+// error that says the calls differ, before any rank reaches past what a peer gave it; the next
+// valid call on the communicator must work.
+#include <cstring>
+
+#include "mpi_gpu_cases.h"
+
+namespace gputest {
+namespace {
+
+constexpr int kItems = 1 << 20;  // ints: 4 MiB, above the low-latency protocol's sizes
+
+struct Odd {
+  const char* id;
+  Coll coll;
+  MPI_Datatype type;  // rank 1's; the others call with MPI_INT and MPI_SUM
+  MPI_Op op;
+  int count;  // rank 1's; the others' is kItems (allgather: kItems / 8 a rank)
+};
+
+}  // namespace
+
+void mismatched_calls(const CommUnderTest& cu) {
+  if (cu.size < 2) return;
+  const Odd odds[] = {
+      {"op", Coll::kAllreduce, MPI_INT, MPI_MAX, kItems},
+      {"type", Coll::kAllreduce, MPI_FLOAT, MPI_SUM, kItems},
+      {"count", Coll::kAllreduce, MPI_INT, MPI_SUM, kItems / 2},
+      {"allgather count", Coll::kAllgather, MPI_INT, MPI_OP_NULL, kItems / 4},
+  };
+  TestBuf send, recv;
+  const size_t bytes = static_cast<size_t>(kItems) * sizeof(int) * cu.size;
+  std::string err = send.allocate(Where::kDevice, 0, bytes);
+  if (err.empty()) err = recv.allocate(Where::kDevice, 0, bytes);
+  if (!check(err.empty(), "mismatch " + cu.name, "setup: " + err)) return;
+  for (const Odd& odd : odds) {
+    const std::string name = std::string("mismatch ") + cu.name + ": rank 1's " + odd.id;
+    if (filtered_out(name)) continue;
+    const bool me = cu.rank == 1;
+    int rc;
+    if (odd.coll == Coll::kAllgather) {
+      const int n = me ? odd.count : kItems / 8;
+      rc = MPI_Allgather(send.ptr(), n, MPI_INT, recv.ptr(), n, MPI_INT, cu.comm);
+    } else {
+      rc = MPI_Allreduce(send.ptr(), recv.ptr(), me ? odd.count : kItems, me ? odd.type : MPI_INT,
+                         me ? odd.op : MPI_SUM, cu.comm);
+    }
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc != MPI_SUCCESS) MPI_Error_string(rc, text, &len);
+    if (check(rc != MPI_SUCCESS, name, "returned MPI_SUCCESS")) {
+      check(std::strstr(text, "every rank must make the same call") != nullptr, name,
+            std::string("error string \"") + text + "\" does not say the calls differ");
+    }
+    Case ok = make_case(Coll::kAllreduce, type_named("MPI_INT"), Op::kSum, 1001, false, cu);
+    ok.label = std::string("after rank 1's ") + odd.id;
+    run_case(ok);
+  }
+}
+
+}  // namespace gputest
