@@ -356,8 +356,12 @@ Status Executor::fail_with_cleanup(Status error) {
   const auto short_until = now + std::chrono::milliseconds(100);
   const bool timed_out = error.code() == Code::kTimeout;
   IdleBackoff backoff;
-  while ((in_flight_ > 0 || watch_.in_flight() > 0) &&
+  // The notices need the provider's progress to leave (udp;ofi_rxd sends only then, and the
+  // process may exit right after the error): short_until at the least.
+  while ((in_flight_ > 0 || watch_.in_flight() > 0 || watch_.telling() ||
+          std::chrono::steady_clock::now() < short_until) &&
          std::chrono::steady_clock::now() < drain_until) {
+    watch_.retell();
     if ((timed_out || in_flight_ == posted_[0]) && std::chrono::steady_clock::now() > short_until)
       break;
     int n = 0, m = 0;

@@ -121,14 +121,28 @@ void PeerWatch::tell(const std::set<int>& peers, GiveUp why, int silent) {
   const uint32_t msg = notice_msg_id(static_cast<uint32_t>(why), ctx_.seq);
   if (silent < 0) silent = silent_;  // passing on a notice: the rank its sender named
   const uint32_t named = silent >= 0 && silent < static_cast<int>(kNobody) ? silent : kNobody;
-  const uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, ctx_.rank, msg, named);
+  notice_tag_ = make_tag(ctx_.comm_id, ctx_.seq, ctx_.rank, msg, named);
   for (int peer : peers) {
-    if (peer == ctx_.rank) continue;
-    Slot* s = slot(Kind::kNotice, peer);
-    Status st = post(s, ctx_.transport->send((*ctx_.peers)[peer], nullptr, 0, tag, nullptr, s));
-    if (!st.is_ok())
-      EFACOLL_TRACE(kNet, "notice to rank %d not sent: %s", peer, st.message().c_str());
+    if (peer != ctx_.rank) untold_.push_back(peer);
   }
+  retell();
+}
+
+// A queue full of sends to a peer that stopped (udp;ofi_rxd's window) turns notices away for a
+// while: the executor calls again as it drains.
+void PeerWatch::retell() {
+  std::vector<int> left;
+  for (int peer : untold_) {
+    Slot* s = slot(Kind::kNotice, peer);
+    Status st =
+        post(s, ctx_.transport->send((*ctx_.peers)[peer], nullptr, 0, notice_tag_, nullptr, s));
+    if (st.code() == Code::kAgain) {
+      left.push_back(peer);
+    } else if (!st.is_ok()) {
+      EFACOLL_TRACE(kNet, "notice to rank %d not sent: %s", peer, st.message().c_str());
+    }
+  }
+  untold_.swap(left);
 }
 
 void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {

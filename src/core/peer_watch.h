@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "core/executor.h"
 
@@ -39,6 +40,9 @@ class PeerWatch {
   // Sends the notice to every rank in `peers`, naming `silent` (a rank this one found
   // silent; -1: the one a notice received named, if any); best effort, completed by progress.
   void tell(const std::set<int>& peers, GiveUp why, int silent);
+  // Posts again the notices a full queue turned away; whether some are still waiting.
+  void retell();
+  bool telling() const { return !untold_.empty(); }
   size_t in_flight() const { return in_flight_; }
   // The provider still holds some of ours: their storage is left to it.
   void abandon();
@@ -70,7 +74,9 @@ class PeerWatch {
   size_t in_flight_ = 0;
   size_t looks_in_flight_ = 0;
   bool cannot_peek_ = false;
-  int silent_ = -1;  // named by a notice received
+  int silent_ = -1;          // named by a notice received
+  std::vector<int> untold_;  // peers whose notice a full queue turned away
+  uint64_t notice_tag_ = 0;
   Status found_;
 };
 
