@@ -67,6 +67,7 @@ class Executor {
   std::string timeout_message() const;
   bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
   std::set<int> schedule_peers() const;
+  std::set<int> posted_peers(OpKind kind) const;
   void look_at_peers();
   void settle_watch();
 
@@ -272,13 +273,18 @@ Status Executor::start(uint32_t index) {
   return st;
 }
 
-std::string Executor::timeout_message() const {
-  std::set<int> silent, unacked;
+// The peers of this call's posted operations of one kind (receives: the ranks we wait for).
+std::set<int> Executor::posted_peers(OpKind kind) const {
+  std::set<int> peers;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
-    if (!slots_[i].posted) continue;
-    if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
-    if (s_.ops[i].kind == OpKind::kSend) unacked.insert(s_.ops[i].peer);
+    if (slots_[i].posted && s_.ops[i].kind == kind) peers.insert(s_.ops[i].peer);
   }
+  return peers;
+}
+
+std::string Executor::timeout_message() const {
+  std::set<int> silent = posted_peers(OpKind::kRecv);
+  const std::set<int> unacked = posted_peers(OpKind::kSend);
   // Only sends left (a link that went down): their peers are the ones that did not answer.
   const bool sends_only = silent.empty() && !unacked.empty();
   if (sends_only) silent = unacked;
@@ -304,14 +310,8 @@ std::set<int> Executor::schedule_peers() const {
 
 // The ranks whose messages we wait for, and, for a one-sided protocol, clear-to-sends.
 void Executor::look_at_peers() {
-  std::set<int> silent;
-  bool sends = false;
-  for (size_t i = 0; i < s_.ops.size(); ++i) {
-    if (!slots_[i].posted) continue;
-    if (s_.ops[i].kind == OpKind::kRecv) silent.insert(s_.ops[i].peer);
-    if (s_.ops[i].kind == OpKind::kSend) sends = true;
-  }
-  watch_.look(silent, sends && ctx_.transport->info().rdma);
+  watch_.look(posted_peers(OpKind::kRecv),
+              ctx_.transport->info().rdma && !posted_peers(OpKind::kSend).empty());
 }
 
 // Looks still in flight finish before the executor is gone (a peek completes at once).
@@ -334,9 +334,8 @@ Status Executor::fail_with_cleanup(Status error) {
   // Peers waiting on this rank learn at once that it gives up, not at their own timeouts.
   int silent = -1;
   if (error.code() == Code::kTimeout && watch_.found().is_ok()) {
-    for (size_t i = 0; i < s_.ops.size() && silent < 0; ++i) {
-      if (slots_[i].posted && s_.ops[i].kind == OpKind::kRecv) silent = s_.ops[i].peer;
-    }
+    const std::set<int> waited = posted_peers(OpKind::kRecv);
+    if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
   for (size_t i = 0; i < s_.ops.size(); ++i) {

@@ -74,7 +74,7 @@ PeerWatch::Slot* PeerWatch::slot(Kind kind, int peer) {
 Status PeerWatch::post(Slot* s, const Status& st) {
   if (st.is_ok()) {
     ++in_flight_;
-    if (s->kind != Kind::kNotice && s->kind != Kind::kTakeNotice) ++looks_in_flight_;
+    if (is_look(s->kind)) ++looks_in_flight_;
     return st;
   }
   s->free = true;
@@ -150,8 +150,10 @@ void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {
   s->bytes = bytes;
   PeerWatch* w = s->watch;
   --w->in_flight_;
-  if (s->kind != Kind::kNotice && s->kind != Kind::kTakeNotice) --w->looks_in_flight_;
-  if (status.is_ok() && s->kind != Kind::kNotice && s->kind != Kind::kTakeNotice) w->on_peek(*s);
+  if (is_look(s->kind)) {
+    --w->looks_in_flight_;
+    if (status.is_ok()) w->on_peek(*s);
+  }
   s->free = true;
 }
 
@@ -171,9 +173,9 @@ void PeerWatch::on_peek(const Slot& s) {
     post(take, ctx_.transport->recv((*ctx_.peers)[sender], nullptr, 0, s.tag, nullptr, take));
     const uint32_t reason = (msg & kNoticeReasonMask) >> 10;
     if (msg == notice_msg_id(reason, ctx_.seq) && found_.is_ok()) {
-      const uint32_t named = tag_signature(s.tag);
-      if (named != kNobody) silent_ = static_cast<int>(named);
-      note(notice_error(sender, reason, named));
+      // A notice's signature bits name the rank its sender found silent.
+      if (theirs != kNobody) silent_ = static_cast<int>(theirs);
+      note(notice_error(sender, reason, theirs));
     }
     return;
   }

@@ -49,6 +49,7 @@ class PeerWatch {
 
  private:
   enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice };
+  static bool is_look(Kind k) { return k != Kind::kNotice && k != Kind::kTakeNotice; }
   struct Slot : Completion {
     PeerWatch* watch = nullptr;
     Kind kind = Kind::kNotice;

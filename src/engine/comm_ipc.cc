@@ -138,19 +138,22 @@ Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
   Status err;
   bool first = true;
   // Each barrier also says whether every rank is still well: a peer's failure spoils our result.
-  // The first also compares the calls: ranks that called with another type, op or count would
+  // The first carries the calls too: ranks that called with another type, op or count would
   // run other numbers of barriers, and pair theirs with the peers' next call. All see the same
-  // tokens, so all stop there together.
+  // keys, so all stop there together.
   auto barrier = [&]() -> Status {
+    token = err.is_ok();
     if (first) {
       first = false;
-      const IpcCallKey mine = ipc_call_key(args, ring);
+      IpcCallKey mine = ipc_call_key(args, ring);
+      mine.well = token;
       std::vector<IpcCallKey> keys(size_);
       EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), keys.data()));
       EFACOLL_RETURN_IF_ERROR(compare_ipc_keys(args, mine, keys));
+      for (int p = 0; p < size_; ++p) tokens[p] = static_cast<uint8_t>(keys[p].well);
+    } else {
+      EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
     }
-    token = err.is_ok();
-    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
     for (int p = 0; p < size_ && err.is_ok(); ++p) {
       if (!tokens[p])
         err = Status(Code::kInternal, "rank " + std::to_string(p) + " failed its part");

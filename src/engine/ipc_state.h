@@ -28,7 +28,7 @@ bool any_gpu_shared(const std::vector<Blob>& all) {
 struct IpcCallKey {
   uint64_t count = 0;  // the whole vector's elements
   uint32_t signature = 0;
-  uint32_t unused = 0;
+  uint32_t well = 0;  // run_ipc's first barrier: this rank's part so far went well
 };
 
 struct CollArgs;

@@ -163,22 +163,23 @@ std::vector<size_t> chunk_options(const AlgoInputs& in) {
   return out;
 }
 
-// The messages of a block over all channels (the tree and recursive doubling move the whole
-// vector).
+// What a block holds: the ring's share of the vector (the tree and recursive doubling move the
+// whole vector).
+double bytes_per_block(const AlgoInputs& in, Algo a) {
+  return a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks
+                          : static_cast<double>(in.bytes);
+}
+
+// The messages of a block over all channels.
 bool too_many_chunks(const AlgoInputs& in, Algo a, size_t chunk) {
-  if (in.chunk_forced) return false;
-  const double per_block =
-      a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks : static_cast<double>(in.bytes);
-  return per_block / chunk > kMaxChunksPerBlock;
+  return !in.chunk_forced && bytes_per_block(in, a) / chunk > kMaxChunksPerBlock;
 }
 
 // Channels that would cut a block into messages below the smallest chunk: pieces the chunk
 // options leave out on purpose (8 channels of 32 KiB on a 1 MiB reduce-scatter ran at 0.6 of
 // recursive halving on tcp).
 bool too_thin(const AlgoInputs& in, Algo a, int channels) {
-  const double per_block =
-      a == Algo::kRing ? static_cast<double>(in.bytes) / in.nranks : static_cast<double>(in.bytes);
-  return per_block / channels < kMinChunkBytes;
+  return bytes_per_block(in, a) / channels < kMinChunkBytes;
 }
 
 std::vector<int> channel_options(const AlgoInputs& in, Algo a) {
@@ -200,10 +201,10 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
   bool first = true;
   const std::vector<size_t> chunks = chunk_options(in);
   for (int channels : channel_options(in, a)) {
+    if (channels > 1 && too_thin(in, a, channels)) continue;
     for (size_t chunk : chunks) {
       // The largest chunk stays a candidate whatever the count.
       if (chunk != chunks.front() && too_many_chunks(in, a, chunk)) continue;
-      if (channels > 1 && too_thin(in, a, channels)) continue;
       ci.chunk_bytes = chunk;
       ci.channels = channels;
       const double us = predict_us(model, a, ci);
