@@ -223,10 +223,21 @@ int open_engine() {
     if (!gdr.ok) st = Status(Code::kUnsupported, gdr.error);
     if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
   }
-  if (!st.is_ok()) {
-    // Every rank fails alike: one line, from rank 0, printed before any rank's (by default
-    // fatal) error handler can end the job.
-    if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
+  // All ranks go on or all fail: a rank that went on alone would wait forever in its first
+  // collective for ranks that failed here. Usually all fail alike, and rank 0 says why in one
+  // line; where rank 0 is well, each failing rank says why. Printed before any rank's (by
+  // default fatal) error handler can end the job.
+  int well[2] = {st.is_ok(), s.world_rank != 0 || st.is_ok()};  // [all ranks, rank 0]
+  int all_well[2] = {1, 1};
+  PMPI_Allreduce(well, all_well, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_well[0]) {
+    if (!st.is_ok() && (s.world_rank == 0 || all_well[1])) {
+      EFACOLL_ERROR(kInit, "%s", st.message().c_str());
+    }
+    if (st.is_ok()) {
+      st = Status(Code::kUnsupported, "another rank could not start efacoll (it says why)");
+      if (s.world_rank == 0) EFACOLL_ERROR(kInit, "%s", st.message().c_str());
+    }
     PMPI_Barrier(MPI_COMM_WORLD);
     return raise_error(MPI_COMM_WORLD, st, false);
   }

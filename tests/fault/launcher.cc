@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "transport/fabric/shm_name.h"
+
 namespace efacoll {
 namespace fault {
 namespace {
@@ -51,11 +53,21 @@ bool all_started(const LaunchOptions& o, const LaunchReport& report) {
   return true;
 }
 
+// A rank killed or ended by _exit leaves its shm regions: they would fill /dev/shm run after run.
+void remove_shm_regions(pid_t pid) {
+  const std::string prefix = shm_name_prefix(pid);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) std::filesystem::remove(e.path(), ec);
+  }
+}
+
 void inject(const LaunchOptions& o, LaunchReport* report) {
   report->fault_injected = true;
   report->fault_ns = monotonic_ns();
   if (o.fault.kind == Fault::Kind::kKill) {
     kill(report->ranks[o.fault.rank].pid, SIGKILL);
+    remove_shm_regions(report->ranks[o.fault.rank].pid);
     return;
   }
   const int rc = std::system(o.fault.command.c_str());
@@ -73,6 +85,7 @@ int reap(LaunchReport* report) {
       continue;
     }
     r.ended_ns = monotonic_ns();
+    remove_shm_regions(r.pid);  // workers end with _exit, and the victim is killed
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   }
@@ -89,6 +102,7 @@ void kill_remaining(LaunchReport* report, bool hung) {
     if (r.ended_ns) continue;
     int status = 0;
     waitpid(r.pid, &status, 0);
+    remove_shm_regions(r.pid);
     r.ended_ns = monotonic_ns();
     r.signal = SIGKILL;
   }

@@ -6,7 +6,8 @@
 #       names the provider (tcp;ofi_rxm);
 #   (c) EFACOLL_PROVIDER=nonexistent: it fails with a message naming that provider;
 #   (d) EFACOLL_NIC: tcp's second domain (lo) is opened when named, with correct results; a
-#       domain the provider lacks fails with a message listing those it has.
+#       domain the provider lacks fails with a message listing those it has;
+#   (e) one rank alone unable to start: every rank fails at MPI_Init, none hangs.
 # Usage: provider_policy_test.sh BUILD_DIR [LIBEFACOLL DEMO [MPIEXEC]]
 #   BUILD_DIR alone means BUILD_DIR/lib/libefacoll.so and BUILD_DIR/bin/efacoll_demo.
 # Prints "N passed, M failed"; exits 1 if anything failed.
@@ -95,5 +96,25 @@ check $([[ $rc != 0 && $rc != 124 ]] && echo 1 || echo 0) \
   "(d) EFACOLL_NIC=nosuchnic must fail (exit $rc; 124 = timed out)"
 check "$(has "EFACOLL_NIC=nosuchnic: provider tcp has no such domain (it offers: ")" \
   "(d) the failure does not say which domains tcp offers"
+
+# (e) one rank alone cannot start (its own EFACOLL_NIC names no domain): every rank must fail
+# at MPI_Init, none wait in its first collective for the rank that failed.
+out_e() {
+  # Open MPI applies -x to its own app context only: each context gets the whole list.
+  local env=(-x LD_PRELOAD="$lib" -x EFACOLL_HOST_BUFFERS=1 -x EFACOLL_PROVIDER=tcp
+    -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,vader,tcp)
+  timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe \
+    -np 1 "${env[@]}" "$demo" : -np 1 "${env[@]}" -x EFACOLL_NIC=nosuchnic "$demo" >"$out" 2>&1
+}
+out_e
+rc=$?
+echo "--- one rank with EFACOLL_NIC=nosuchnic: exit $rc"
+sed 's/^/    /' "$out" | head -40
+check $([[ $rc != 0 && $rc != 124 ]] && echo 1 || echo 0) \
+  "(e) one rank unable to start must fail the job, not hang (exit $rc; 124 = timed out)"
+check "$(has "EFACOLL_NIC=nosuchnic: provider tcp has no such domain")" \
+  "(e) the failing rank does not say why"
+check "$(has "another rank could not start efacoll")" \
+  "(e) the rank that could start does not say that another could not"
 
 finish

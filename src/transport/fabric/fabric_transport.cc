@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
+#include "transport/fabric/shm_name.h"
 
 namespace efacoll {
 
@@ -84,6 +85,11 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   if (rc) return fabric_error("fi_ep_bind(cq)", rc);
   rc = fi_ep_bind(ep_.get(), &av_.get()->fid, 0);
   if (rc) return fabric_error("fi_ep_bind(av)", rc);
+  if (info_.provider == "shm") {
+    const std::string name = unique_shm_name();
+    rc = fi_setname(&ep_.get()->fid, const_cast<char*>(name.c_str()), name.size() + 1);
+    if (rc) EFACOLL_INFO(kNet, "shm keeps its own region name: fi_setname: %s", fi_strerror(-rc));
+  }
   rc = fi_enable(ep_.get());
   if (rc) return fabric_error("fi_enable", rc);
   EFACOLL_RETURN_IF_ERROR(choose_protocol(fi, options));
