@@ -209,7 +209,8 @@ class Comm {
   Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
   // comm_ipc_ll.cc
   bool ipc_ll_plan(const CollArgs& args, LlCall* call) const;
-  Status run_ipc_ll(const CollArgs& args, LlCall& call);
+  Status run_ipc_ll(const CollArgs& args, LlCall& call);  // at the sequence advance_ll_seq set
+  Status advance_ll_seq();
   // comm_calibrate.cc
   Status calibrate();
   Status calibrate_algorithms();

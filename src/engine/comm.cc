@@ -260,6 +260,7 @@ Status Comm::run_locked(const CollArgs& args) {
   bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
   if (ipc && ipc_usable(args.device)) {
     ll = node_protocol(args.kind, call_bytes(plan.ring), forced, ll) == Algo::kLl;
+    if (ipc_->ll_usable) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
   }
   if (!ll && forced != Algo::kIpc &&
       plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {

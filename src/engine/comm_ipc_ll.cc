@@ -2,6 +2,7 @@
 // call, nothing through the host: the blocking call costs one launch and one wait.
 #include <vector>
 
+#include "core/call_signature.h"
 #include "efacoll/engine.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
@@ -17,6 +18,27 @@ bool Comm::ipc_ll_plan(const CollArgs& args, LlCall* call) const {
                              size_, args.inplace, slot, call);
 }
 
+// Every GPU call inside the node takes the next sequence, whichever protocol it runs: ranks
+// whose calls differ (one small enough for this protocol, one not) stay in step after the error.
+Status Comm::advance_ll_seq() {
+  IpcState& s = *ipc_;
+  uint64_t next = s.ll_seq + 1;
+  if (static_cast<uint32_t>(next) == 0) {
+    // Packed words and keys carry the low 32 bits of the sequence. Before they wrap, every rank
+    // clears its region's data (between two barriers), so that no word left 2^32 calls ago can
+    // pass for a new one; then 0 (cleared memory) is skipped, by 2 so that the parity still
+    // alternates.
+    uint8_t token = 1;
+    std::vector<uint8_t> tokens(size_);
+    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    EFACOLL_RETURN_IF_ERROR(s.gpu->zero(s.ll(rank_), s.ll_region.flags_offset()));
+    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    next += 2;
+  }
+  s.ll_seq = next;
+  return Status::ok();
+}
+
 Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   IpcState& s = *ipc_;
   call.dtype = args.dtype;
@@ -28,25 +50,27 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
     call.send = static_cast<uint8_t*>(args.recvbuf) + rank_ * args.count * esize;
   }
   for (int p = 0; p < size_; ++p) call.regions[p] = s.ll(p);
-  uint64_t next = s.ll_seq + 1;
-  if (static_cast<uint32_t>(next) == 0) {
-    // Packed words carry the low 32 bits of the sequence. Before they wrap, every rank clears
-    // its region's data (between two barriers), so that no word left 2^32 calls ago can pass for
-    // a new one; then 0 (cleared memory) is skipped, by 2 so that the parity still alternates.
-    uint8_t token = 1;
-    std::vector<uint8_t> tokens(size_);
-    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
-    EFACOLL_RETURN_IF_ERROR(s.gpu->zero(s.ll(rank_), s.ll_region.flags_offset()));
-    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
-    next += 2;
-  }
-  call.seq = s.ll_seq = next;
+  uint64_t whole = 0;  // the whole vector's elements, as every rank's call names them
+  for (int p = 0; p < size_; ++p) whole += call.bytes_to[p] / esize;
+  if (args.kind == CollKind::kAllreduce) whole = args.count;
+  const uint32_t signature = call_signature(args.kind, args.dtype, args.op, whole);
+  call.key = ll_call_key(signature, whole);
+  call.seq = s.ll_seq;
   call.timeout_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config_.timeout).count());
-  Status st = s.gpu->run_ll(s.device, call);
-  if (st.code() == Code::kTimeout) {
-    return Status(Code::kTimeout, std::string(coll_name(args.kind)) + " on communicator " +
-                                      std::to_string(id_) + ": " + st.message());
+  LlFault fault;
+  Status st = s.gpu->run_ll(s.device, call, &fault);
+  const std::string what =
+      std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
+  if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());
+  if (st.code() == Code::kMismatch) {
+    std::string why = describe_mismatch(signature, ll_key_signature(fault.their_key), fault.peer);
+    if (why.empty()) {
+      why = "rank " + std::to_string(fault.peer) + " called with another element count than " +
+            "this rank's " + std::to_string(whole);
+    }
+    return Status(Code::kMismatch,
+                  what + why + " (low-latency protocol; every rank must make " + "the same call)");
   }
   return st;
 }

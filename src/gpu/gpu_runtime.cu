@@ -227,11 +227,11 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
-  Status run_ll(int device, const LlCall& call) override {
+  Status run_ll(int device, const LlCall& call, LlFault* fault_out) override {
     if (call.segments == 0) return Status::ok();
     LlResources* r = nullptr;
     EFACOLL_RETURN_IF_ERROR(ll_resources(device, &r));
-    *r->signal.error = 0;
+    *static_cast<volatile uint64_t*>(r->signal.fault) = 0;
     if (call.split) {
       EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush, r->signal, r->stream));
       EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlFinish, r->signal, r->stream));
@@ -239,11 +239,17 @@ class CudaRuntime : public GpuRuntime {
       EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush | kLlFinish, r->signal, r->stream));
     }
     EFACOLL_RETURN_IF_ERROR(wait_done(*r, call));
-    const int silent = *static_cast<volatile int*>(r->signal.error);
-    if (silent) {
-      return Status(Code::kTimeout, "rank " + std::to_string(silent - 1) +
+    const LlFault fault = ll_fault(*static_cast<volatile uint64_t*>(r->signal.fault));
+    if (fault.kind == LlFault::kSilent) {
+      return Status(Code::kTimeout, "rank " + std::to_string(fault.peer) +
                                         " did not send its data (low-latency protocol, call " +
                                         std::to_string(call.seq) + ")");
+    }
+    if (fault.kind == LlFault::kOtherCall) {
+      // The caller says what differed: it knows the call (core/call_signature.h).
+      *fault_out = fault;
+      return Status(Code::kMismatch, "rank " + std::to_string(fault.peer) +
+                                         " made another call (low-latency protocol)");
     }
     return Status::ok();
   }
@@ -266,13 +272,13 @@ class CudaRuntime : public GpuRuntime {
     std::lock_guard<std::mutex> lock(mutex_);
     LlResources& r = ll_[device];
     if (!r.stream) EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamDefault));
-    if (!r.signal.error) {
+    if (!r.signal.fault) {
       void* words = nullptr;
       EFACOLL_CUDA(
           cudaHostAlloc(&words, 2 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
       std::memset(words, 0, 2 * sizeof(uint64_t));
       r.signal.done = static_cast<uint64_t*>(words);
-      r.signal.error = reinterpret_cast<int*>(r.signal.done + 1);
+      r.signal.fault = r.signal.done + 1;
     }
     if (!r.signal.arrivals) {
       void* counter = nullptr;

@@ -43,8 +43,8 @@ class GpuRuntime {
   // Synchronous memset to 0 of device memory.
   virtual Status zero(void* dst, size_t bytes) = 0;
   // Runs one low-latency collective (ll_protocol.h) and waits for it: kTimeout names a peer that
-  // did not push its data in time.
-  virtual Status run_ll(int device, const LlCall& call) = 0;
+  // did not push its data in time; kMismatch, a peer that made another call (then in *fault).
+  virtual Status run_ll(int device, const LlCall& call, LlFault* fault) = 0;
   // Makes `device` current for this thread until the guard ends.
   class DeviceGuard;
   virtual int set_device(int device) = 0;  // returns the previous one

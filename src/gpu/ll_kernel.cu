@@ -108,6 +108,11 @@ __device__ void block_reduce(uint8_t* dst, const uint8_t* const* in, int nin, si
 __device__ uint8_t* slot(const LlCall& c, int owner, int parity, int sender) {
   return static_cast<uint8_t*>(c.regions[owner]) + c.region.data_offset(parity, sender);
 }
+__device__ uint64_t* key_slot(const LlCall& c, int owner, int parity, int sender) {
+  auto* keys =
+      reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(c.regions[owner]) + c.region.keys_offset());
+  return keys + c.region.key_index(parity, sender);
+}
 __device__ uint64_t* flag(const LlCall& c, int owner, int parity, int sender, unsigned segment) {
   auto* flags = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(c.regions[owner]) +
                                             c.region.flags_offset());
@@ -186,6 +191,10 @@ __global__ void __launch_bounds__(kLlThreads)
   auto* recv = static_cast<uint8_t*>(c.recv);
 
   if (phases & kLlPush) {
+    // The key first: a peer reads none of this call's data before it has compared it.
+    if (b == 0 && static_cast<int>(threadIdx.x) < c.nranks &&
+        static_cast<int>(threadIdx.x) != c.rank)
+      store_release(key_slot(c, threadIdx.x, parity, c.rank), ll_key_word(c.seq, c.key));
     for (int q = 0; q < c.nranks; ++q) {
       if (!through_region(c, q) || !part(q)) continue;
       if (c.packed) {
@@ -204,15 +213,37 @@ __global__ void __launch_bounds__(kLlThreads)
   }
   if (!(phases & kLlFinish)) return;
 
-  __shared__ int silent;
-  if (threadIdx.x == 0) silent = 0;
+  // ll_fault_word of the first peer found silent or making another call: 0 while none is.
+  __shared__ unsigned long long fault;
+  if (threadIdx.x == 0) fault = 0;
   __syncthreads();
+  if (static_cast<int>(threadIdx.x) < c.nranks && static_cast<int>(threadIdx.x) != c.rank) {
+    const int q = threadIdx.x;
+    const uint64_t* theirs = key_slot(c, c.rank, parity, q);
+    const uint64_t start = now_ns();
+    uint64_t v = load_acquire(theirs);
+    for (unsigned spin = 0; (v >> 32) != static_cast<uint32_t>(c.seq); ++spin) {
+      if ((spin & 1023) == 1023 && now_ns() - start > c.timeout_ns) break;
+      v = load_acquire(theirs);
+    }
+    if ((v >> 32) != static_cast<uint32_t>(c.seq)) {
+      atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kSilent, q, 0));
+    } else if (static_cast<uint32_t>(v) != c.key) {
+      atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kOtherCall, q, static_cast<uint32_t>(v)));
+    }
+  }
+  __syncthreads();
+  if (fault) {
+    if (threadIdx.x == 0) *reinterpret_cast<volatile uint64_t*>(sig.fault) = fault;
+    signal_done(c, sig);
+    return;
+  }
   if (c.packed) {
     for (int q = 0; q < c.nranks; ++q) {
       // What every sender sends this rank: its block (reduce-scatter) or the equal share.
       const size_t mine = part(c.rank);
       if (through_region(c, q) && mine && !unpack(c, q, parity, at, mine)) {
-        atomicExch(&silent, q + 1);
+        atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kSilent, q, 0));
       }
     }
   } else if (static_cast<int>(threadIdx.x) < c.nranks && static_cast<int>(threadIdx.x) != c.rank) {
@@ -221,14 +252,14 @@ __global__ void __launch_bounds__(kLlThreads)
     const uint64_t start = now_ns();
     for (unsigned spin = 0; load_acquire(mine) < c.seq; ++spin) {
       if ((spin & 1023) == 1023 && now_ns() - start > c.timeout_ns) {
-        atomicExch(&silent, q + 1);
+        atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kSilent, q, 0));
         break;
       }
     }
   }
   __syncthreads();
-  if (silent) {
-    if (threadIdx.x == 0) *reinterpret_cast<volatile int*>(sig.error) = silent;
+  if (fault) {
+    if (threadIdx.x == 0) *reinterpret_cast<volatile uint64_t*>(sig.fault) = fault;
     signal_done(c, sig);
     return;
   }

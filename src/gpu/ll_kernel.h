@@ -12,8 +12,11 @@ enum LlPhase : int { kLlPush = 1, kLlFinish = 2 };
 // How the kernel reports to the host without a stream synchronisation (which costs more than the
 // small calls themselves): words in host-mapped memory, and a device counter of finished blocks.
 struct LlSignal {
-  int* error = nullptr;          // host-mapped; a block that waited past the timeout: 1 + the rank
-  uint64_t* done = nullptr;      // host-mapped; the last block of the finish phase stores call.seq
+  uint64_t* done = nullptr;  // host-mapped; the last block of the finish phase stores call.seq
+  // Host-mapped, 0 before a call: a block that stopped (a peer silent past the timeout, or one
+  // whose key differs) stores ll_fault_word there, in one store so that the fault and the key
+  // stay of one block.
+  uint64_t* fault = nullptr;
   unsigned* arrivals = nullptr;  // device memory, 0 between calls
 };
 

@@ -30,7 +30,8 @@ constexpr size_t kLlSegmentTarget = 2048;  // bytes a block moves per peer, befo
 constexpr size_t kLlPackedMaxBytes = 16384;
 
 // One rank's region, written by its peers:
-//   data[parity][sender][slot_bytes], then flags[parity][sender][segment] (uint64: sequence).
+//   data[parity][sender][slot_bytes], then flags[parity][sender][segment] (uint64: sequence),
+//   then keys[parity][sender] (uint64: ll_key_word, the sender's call).
 // Packed calls put their words in the second half of a slot and unpack into its first half.
 struct LlRegion {
   size_t slot_bytes = 0;
@@ -44,10 +45,52 @@ struct LlRegion {
   EFACOLL_HOST_DEVICE size_t flag_index(int parity, int sender, unsigned segment) const {
     return (static_cast<size_t>(parity) * nranks + sender) * kLlMaxSegments + segment;
   }
-  EFACOLL_HOST_DEVICE size_t total_bytes() const {
+  EFACOLL_HOST_DEVICE size_t keys_offset() const {
     return flags_offset() + 2 * static_cast<size_t>(nranks) * kLlMaxSegments * sizeof(uint64_t);
   }
+  EFACOLL_HOST_DEVICE size_t key_index(int parity, int sender) const {
+    return static_cast<size_t>(parity) * nranks + sender;
+  }
+  EFACOLL_HOST_DEVICE size_t total_bytes() const {
+    return keys_offset() + 2 * static_cast<size_t>(nranks) * sizeof(uint64_t);
+  }
 };
+
+// A call as the kernel compares it across ranks: ranks that called with another collective,
+// type, op or count would otherwise mix their data without a word, or one would return while
+// the other waits. 12 bits of call signature (core/call_signature.h) and the count's low 20
+// bits; stored beside the low half of the sequence, so that a key of an earlier call is not
+// taken for this one's.
+constexpr uint32_t kLlKeyCountBits = 20;
+constexpr uint32_t kLlKeyCountMask = (1u << kLlKeyCountBits) - 1;
+inline uint32_t ll_call_key(uint32_t signature, uint64_t count) {
+  return (signature << kLlKeyCountBits) | static_cast<uint32_t>(count & kLlKeyCountMask);
+}
+EFACOLL_HOST_DEVICE inline uint64_t ll_key_word(uint64_t seq, uint32_t key) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(seq)) << 32) | key;
+}
+inline uint32_t ll_key_signature(uint32_t key) { return key >> kLlKeyCountBits; }
+inline uint32_t ll_key_count_bits(uint32_t key) { return key & kLlKeyCountMask; }
+
+// Why a kernel stopped (LlSignal::fault): the peer it names and, for another call, that peer's
+// key. As one word: the key in the high half, then the kind, then 1 + the peer (0: no fault).
+struct LlFault {
+  enum Kind : uint32_t { kNone = 0, kSilent = 1, kOtherCall = 2 } kind = kNone;
+  int peer = -1;
+  uint32_t their_key = 0;
+};
+EFACOLL_HOST_DEVICE inline uint64_t ll_fault_word(LlFault::Kind kind, int peer, uint32_t key) {
+  return (static_cast<uint64_t>(key) << 32) | (static_cast<uint64_t>(kind) << 16) |
+         static_cast<uint64_t>(peer + 1);
+}
+inline LlFault ll_fault(uint64_t word) {
+  LlFault f;
+  if ((word & 0xffff) == 0) return f;
+  f.kind = static_cast<LlFault::Kind>((word >> 16) & 0xffff);
+  f.peer = static_cast<int>(word & 0xffff) - 1;
+  f.their_key = static_cast<uint32_t>(word >> 32);
+  return f;
+}
 
 struct LlCall {
   CollKind kind = CollKind::kAllreduce;
@@ -55,6 +98,7 @@ struct LlCall {
   ROp op = ROp::kSum;
   int rank = 0, nranks = 0;
   uint64_t seq = 0;  // starts at 1: zeroed flags never match
+  uint32_t key = 0;  // ll_call_key: compared with every peer's before any data is read
   // allreduce: the vector; allgather: this rank's block; reduce-scatter: the whole vector.
   const void* send = nullptr;
   void* recv = nullptr;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_signature.h"
 #include "gpu/ll_protocol.h"
 #include "gpu_test_util.h"
 #include "reference.h"
@@ -82,7 +83,7 @@ class LlKernel : public ::testing::Test {
       ASSERT_CUDA(cudaHostAlloc(&words, 16, cudaHostAllocMapped | cudaHostAllocPortable));
       host_.push_back(words);
       signals[r].done = static_cast<uint64_t*>(words);
-      signals[r].error = reinterpret_cast<int*>(signals[r].done + 1);
+      signals[r].fault = signals[r].done + 1;
       signals[r].arrivals = static_cast<unsigned*>(device(sizeof(unsigned)));
       ASSERT_CUDA(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking));
     }
@@ -116,6 +117,7 @@ class LlKernel : public ::testing::Test {
         c.dtype = s.type;
         c.op = s.op;
         c.seq = call;
+        c.key = ll_call_key(call_signature(s.kind, s.type, s.op, s.count), s.count);
         c.timeout_ns = 2ull * 1000 * 1000 * 1000;  // a missed flag fails fast
         c.recv = recvs[r];
         c.send = s.inplace
@@ -131,7 +133,7 @@ class LlKernel : public ::testing::Test {
       }
       for (int r = 0; r < P; ++r) ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
       for (int r = 0; r < P; ++r) {
-        EXPECT_EQ(*signals[r].error, 0) << "rank " << r << " timed out waiting";
+        EXPECT_EQ(*signals[r].fault, 0u) << "rank " << r << " stopped waiting";
         if (in_elems && (s.kind != CollKind::kReduceScatter || rs_total)) {
           EXPECT_EQ(*signals[r].done, static_cast<uint64_t>(call)) << "rank " << r;
         }

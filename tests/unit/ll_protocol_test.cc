@@ -102,7 +102,7 @@ TEST(LlPlan, CountZeroMovesNothing) {
   EXPECT_EQ(c.segments, 0u);
 }
 
-TEST(LlRegion, SlotsAndFlagsNeverOverlap) {
+TEST(LlRegion, SlotsFlagsAndKeysNeverOverlap) {
   LlRegion r;
   r.slot_bytes = 4096;
   r.nranks = 3;
@@ -125,9 +125,40 @@ TEST(LlRegion, SlotsAndFlagsNeverOverlap) {
           owner[at + b] = id;
         }
       }
+      const size_t key = r.keys_offset() + r.key_index(parity, sender) * sizeof(uint64_t);
+      ASSERT_EQ(key % sizeof(uint64_t), 0u);
+      for (size_t b = 0; b < sizeof(uint64_t); ++b) {
+        ASSERT_LT(key + b, owner.size());
+        ASSERT_EQ(owner[key + b], -1);
+        owner[key + b] = id;
+      }
     }
   }
   EXPECT_EQ(std::count(owner.begin(), owner.end(), -1), 0) << "the region has unused bytes";
+}
+
+TEST(LlKey, CarriesTheSignatureAndTheCountsLowBits) {
+  const uint32_t key = ll_call_key(0xabc, (uint64_t{7} << 20) | 12345);
+  EXPECT_EQ(ll_key_signature(key), 0xabcu);
+  EXPECT_EQ(ll_key_count_bits(key), 12345u);
+  EXPECT_NE(ll_call_key(0xabc, 12345), ll_call_key(0xabc, 12346));
+  // The word holds the sequence's low half, so an earlier call's key never reads as this one's.
+  EXPECT_NE(ll_key_word(5, key), ll_key_word(7, key));
+  EXPECT_EQ(ll_key_word(uint64_t{1} << 32 | 5, key) >> 32, 5u);
+}
+
+TEST(LlFaultWord, RoundTripsKindPeerAndKey) {
+  EXPECT_EQ(ll_fault(0).kind, LlFault::kNone);
+  for (int peer : {0, 1, 15}) {
+    const LlFault s = ll_fault(ll_fault_word(LlFault::kSilent, peer, 0));
+    EXPECT_EQ(s.kind, LlFault::kSilent);
+    EXPECT_EQ(s.peer, peer);
+    const LlFault o = ll_fault(ll_fault_word(LlFault::kOtherCall, peer, 0xdeadbeef));
+    EXPECT_EQ(o.kind, LlFault::kOtherCall);
+    EXPECT_EQ(o.peer, peer);
+    EXPECT_EQ(o.their_key, 0xdeadbeefu);
+    EXPECT_NE(ll_fault_word(LlFault::kSilent, peer, 0), 0u) << "a fault never reads as none";
+  }
 }
 
 }  // namespace

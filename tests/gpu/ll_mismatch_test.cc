@@ -1,0 +1,195 @@
+// The low-latency kernel when ranks' calls differ (another op, count or collective) or a rank
+// never comes: every rank must stop soon, name a peer and what it saw, and never read or
+// return mixed data; the next matching call must then be exact. P "ranks" are concurrent
+// launches on one GPU, as in ll_kernel_test.cc.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/call_signature.h"
+#include "gpu/ll_kernel.h"
+#include "gpu/ll_protocol.h"
+#include "gpu_test_util.h"
+#include "reference.h"
+
+namespace efacoll {
+namespace {
+
+using testing::Bytes;
+
+struct Call {
+  CollKind kind = CollKind::kAllreduce;
+  ROp op = ROp::kSum;
+  size_t count = 0;  // allreduce: the vector; allgather: a block
+};
+
+constexpr DType kType = DType::kInt32;
+constexpr size_t kSlotLimit = size_t(1) << 20;
+constexpr int kMaxRanks = 4;
+
+class LlMismatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ASSERT_CUDA(cudaSetDevice(0));
+    streams_.resize(kMaxRanks);
+    for (cudaStream_t& s : streams_)
+      ASSERT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+  void TearDown() override {
+    for (void* p : device_) cudaFree(p);
+    for (void* p : host_) cudaFreeHost(p);
+    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+  }
+
+  void* device(size_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p, 0, bytes), cudaSuccess);
+    device_.push_back(p);
+    return p;
+  }
+
+  // Fresh regions and signals for P ranks (earlier worlds' memory stays until the test ends).
+  void make_world(int P) {
+    ASSERT_LE(P, kMaxRanks);
+    P_ = P;
+    region_.slot_bytes = ll_slot_bytes(kSlotLimit, P);
+    region_.nranks = P;
+    regions_.assign(P, nullptr);
+    signals_.assign(P, LlSignal{});
+    sends_.resize(P);
+    recvs_.resize(P);
+    for (int r = 0; r < P; ++r) {
+      regions_[r] = device(region_.total_bytes());
+      void* words = nullptr;
+      ASSERT_CUDA(cudaHostAlloc(&words, 16, cudaHostAllocMapped | cudaHostAllocPortable));
+      host_.push_back(words);
+      signals_[r].done = static_cast<uint64_t*>(words);
+      signals_[r].fault = signals_[r].done + 1;
+      signals_[r].arrivals = static_cast<unsigned*>(device(sizeof(unsigned)));
+      sends_[r] = static_cast<uint8_t*>(device(region_.slot_bytes));
+      recvs_[r] = static_cast<uint8_t*>(device(region_.slot_bytes * P));
+    }
+  }
+
+  // Rank r's call `c` at sequence `seq`, launched; nothing waited for.
+  void launch(int r, const Call& c, uint64_t seq, uint64_t timeout_ns) {
+    const size_t es = dtype_size(kType);
+    const Bytes in = testing::make_input(kType, c.op, r, c.count);
+    ASSERT_CUDA(cudaMemcpy(sends_[r], in.data(), in.size(), cudaMemcpyHostToDevice));
+    *signals_[r].fault = 0;
+    LlCall call;
+    ASSERT_TRUE(ll_plan(c.kind, es, c.count, nullptr, r, P_, false, region_.slot_bytes, &call));
+    const uint64_t whole = c.kind == CollKind::kAllgather ? c.count * P_ : c.count;
+    call.dtype = kType;
+    call.op = c.op;
+    call.seq = seq;
+    call.key = ll_call_key(call_signature(c.kind, kType, c.op, whole), whole);
+    call.timeout_ns = timeout_ns;
+    call.send = sends_[r];
+    call.recv = recvs_[r];
+    for (int q = 0; q < P_; ++q) call.regions[q] = regions_[q];
+    ASSERT_TRUE(ll_launch(call, kLlPush | kLlFinish, signals_[r], streams_[r]).is_ok());
+  }
+
+  // Seconds until every launched rank's kernel has ended.
+  double wait_all(const std::vector<int>& ranks) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int r : ranks) EXPECT_EQ(cudaStreamSynchronize(streams_[r]), cudaSuccess);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  LlFault fault(int r) const { return ll_fault(*signals_[r].fault); }
+
+  void expect_exact_allreduce(int r, size_t count) {
+    const Bytes want = testing::expected_reduction(kType, ROp::kSum, P_, count);
+    Bytes got(want.size());
+    ASSERT_CUDA(cudaMemcpy(got.data(), recvs_[r], got.size(), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(testing::compare(got, want, kType), "") << "rank " << r;
+  }
+
+  int P_ = 0;
+  LlRegion region_;
+  std::vector<void*> regions_;
+  std::vector<LlSignal> signals_;
+  std::vector<uint8_t*> sends_, recvs_;
+  std::vector<void*> device_, host_;
+  std::vector<cudaStream_t> streams_;
+};
+
+constexpr uint64_t kLongTimeout = 10ull * 1000 * 1000 * 1000;
+
+TEST_F(LlMismatch, AnotherOpCountOrCollectiveStopsEveryRankAndTheNextCallIsExact) {
+  struct Case {
+    const char* what;
+    Call odd;
+  };
+  // 1000 int32: packed words; 6000: segments behind flags. The odd counts keep the signature's
+  // count bits equal or not, so both the signature and the count field are exercised.
+  for (size_t n : {size_t(1000), size_t(6000)}) {
+    const Call usual{CollKind::kAllreduce, ROp::kSum, n};
+    const Case cases[] = {
+        {"another op", {CollKind::kAllreduce, ROp::kMax, n}},
+        {"3x the count", {CollKind::kAllreduce, ROp::kSum, 3 * n}},
+        {"count + 4", {CollKind::kAllreduce, ROp::kSum, n + 4}},
+        {"a quarter of the count", {CollKind::kAllreduce, ROp::kSum, n / 4}},
+        {"allgather", {CollKind::kAllgather, ROp::kSum, n / 2}},
+    };
+    for (int P : {2, 4}) {
+      for (const Case& k : cases) {
+        SCOPED_TRACE(std::string(k.what) + ", P=" + std::to_string(P) +
+                     ", count=" + std::to_string(n));
+        make_world(P);
+        std::vector<int> all;
+        for (int r = 0; r < P; ++r) {
+          all.push_back(r);
+          launch(r, r == 1 ? k.odd : usual, 1, kLongTimeout);
+        }
+        const double took = wait_all(all);
+        EXPECT_LT(took, 2.0) << "the ranks waited instead of comparing calls";
+        for (int r = 0; r < P; ++r) {
+          const LlFault f = fault(r);
+          EXPECT_EQ(f.kind, LlFault::kOtherCall) << "rank " << r;
+          if (r == 1) {
+            EXPECT_NE(f.peer, 1) << "rank 1 names itself";
+          } else {
+            EXPECT_EQ(f.peer, 1) << "rank " << r;
+            const uint64_t whole =
+                k.odd.kind == CollKind::kAllgather ? k.odd.count * P : k.odd.count;
+            EXPECT_EQ(f.their_key,
+                      ll_call_key(call_signature(k.odd.kind, kType, k.odd.op, whole), whole))
+                << "rank " << r << " reports another key than rank 1's";
+          }
+        }
+        // Then every rank alike, at the next sequence: exact.
+        for (int r = 0; r < P; ++r) launch(r, usual, 2, kLongTimeout);
+        wait_all(all);
+        for (int r = 0; r < P; ++r) {
+          EXPECT_EQ(fault(r).kind, LlFault::kNone) << "rank " << r;
+          expect_exact_allreduce(r, n);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(LlMismatch, ARankThatNeverComesIsNamedAtTheTimeout) {
+  make_world(3);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  launch(0, usual, 1, 300ull * 1000 * 1000);
+  launch(1, usual, 1, 300ull * 1000 * 1000);
+  const double took = wait_all({0, 1});
+  EXPECT_LT(took, 5.0);
+  for (int r : {0, 1}) {
+    const LlFault f = fault(r);
+    EXPECT_EQ(f.kind, LlFault::kSilent) << "rank " << r;
+    EXPECT_EQ(f.peer, 2) << "rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace efacoll
