@@ -139,14 +139,19 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 // differs, or a message too long for its receive. Noted once; the operation then counts as done.
 bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes) {
   std::string why;
-  if (status.code() == Code::kTruncate) {
+  const uint32_t theirs = tag_signature(slot.tag);  // a receive's: as sent, or as posted
+  if (status.code() == Code::kTruncate && op.kind == OpKind::kRecv && theirs != ctx_.signature &&
+      theirs != kPoisonSignature) {
+    // Too long, and of another call: the call says more than the length.
+    why = describe_mismatch(ctx_.signature, theirs, op.peer);
+  } else if (status.code() == Code::kTruncate) {
     why = "rank " + std::to_string(op.peer) +
           (op.kind == OpKind::kSend ? " expects less than this call sends ("
                                     : " sent more than this call expects (") +
           status.message() + "): a different count there";
   } else if (!status.is_ok()) {
     return false;
-  } else if (const uint32_t theirs = tag_signature(slot.tag); theirs != ctx_.signature) {
+  } else if (theirs != ctx_.signature) {
     // A two-sided send reports its own tag: poison there is ours, already noted.
     if (op.kind == OpKind::kSend && theirs == kPoisonSignature) return true;
     why = describe_mismatch(ctx_.signature, theirs, op.peer);
@@ -316,6 +321,7 @@ void Executor::look_at_peers() {
 
 // Looks still in flight finish before the executor is gone (a peek completes at once).
 void Executor::settle_watch() {
+  watch_.stop_waiting();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   IdleBackoff backoff;
   while (watch_.in_flight() > 0 && std::chrono::steady_clock::now() < until) {
@@ -338,6 +344,7 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
+  watch_.stop_waiting();
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;
     if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {
@@ -416,7 +423,9 @@ Status Executor::run() {
     if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
     st = ctx_.local->progress(&local_completed);
     if (!st.is_ok() && error_.is_ok()) error_ = in_context(st);
-    if (!watch_.found().is_ok() && error_.is_ok()) error_ = in_context(watch_.found());
+    // What this rank found itself says more than a peer's notice that it found something.
+    if (!watch_.found().is_ok() && error_.is_ok())
+      error_ = mismatch_.is_ok() ? in_context(watch_.found()) : mismatch_;
     if (!error_.is_ok()) return fail_with_cleanup(error_);
     if (done_ != done_before || moved) {
       backoff.reset();

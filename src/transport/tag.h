@@ -4,9 +4,9 @@
 // every collective apart.
 // - Sequence: a rank cannot finish call k+1 before every rank has started it (each result needs
 //   every rank's data), so calls more than one apart never meet; 64 values are plenty.
-// - Signature: what the sender was asked to do (core/call_signature.h); receives ignore these bits
-// and compare
-//   them on arrival, so that ranks making different calls find out instead of waiting.
+// - Signature: what the sender was asked to do (core/call_signature.h); receives ignore these
+//   bits and compare them on arrival, so that ranks making different calls find out instead of
+//   waiting.
 #pragma once
 #include <cstdint>
 

@@ -71,7 +71,7 @@ const Case kCases[] = {
     {"collective",
      {CollKind::kReduceScatter, DType::kInt32, ROp::kSum, 250},
      false,
-     "called reduce_scatter of int32 with sum"},
+     "reduce_scatter of int32 with sum"},
 };
 
 RankSetup setup_for(const std::string& transport) {
@@ -79,6 +79,11 @@ RankSetup setup_for(const std::string& transport) {
   s.transport = transport;
   s.config.chunk_bytes = 1024;  // several messages a step
   s.config.timeout = kTimeout;
+  if (transport == "shm") {
+    // Bounce receives and the one-sided protocol (see the shm test below).
+    s.fabric.protocol = Protocol::kRdma;
+    s.fabric.rdma_threshold = 4096;
+  }
   return s;
 }
 
@@ -134,12 +139,19 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverUdp) {
   for (const Case& c : kCases) expect_every_rank_told("udp", 3, c);
 }
 
-// shm (libfabric 1.17) cannot peek, and messages longer than their receives stop its ranks
-// inside the provider, where no timeout reaches: only the calls of the same shape run here.
+// shm (libfabric 1.17) cannot peek, and stops for good after a message longer than its receive:
+// run with the one-sided protocol, which with bounce receives keeps every message within its
+// receive (under the default two-sided protocol only mpi.mismatch.shm's same-shape cases run).
+// A message of another call is found where it meets a receive; notices come through a receive
+// posted for them at the first look. Calls of other shapes (another collective, or the same
+// signature with another count) are found only where one of their messages happens to meet a
+// receive, else at the timeout: not run here.
 TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
   if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
   for (const Case& c : kCases) {
-    if (c.same_shape) expect_every_rank_told("shm", 3, c);
+    const std::string name = c.name;
+    if (name != "count, same signature" && name != "collective")
+      expect_every_rank_told("shm", 3, c);
   }
 }
 

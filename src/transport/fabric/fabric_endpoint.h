@@ -58,7 +58,8 @@ enum class ReqKind : uint8_t {
   kAwaitCts,    // one-sided send: waiting for the receiver's clear-to-send
   kWrite,       // one-sided send: the write is posted
   kAwaitWrite,  // one-sided receive: clear-to-send sent, waiting for the remote write
-  kPeek         // FI_PEEK: a look at the unexpected messages
+  kPeek,        // FI_PEEK: a look at the unexpected messages
+  kBounceRecv   // two-sided receive through a bounce buffer (fabric_bounce.cc)
 };
 
 struct Request {
@@ -76,7 +77,16 @@ struct Request {
   uint32_t completion_id = 0;
   void* cts_desc = nullptr;  // registration of this request's cts (FI_MR_LOCAL)
   bool truncated = false;    // the receiver asked for fewer bytes: sent what fits, poisoned
-  Status deferred_status;    // reported by progress() for requests on the deferred list
+  // Bounce receive: where the message goes once it is in `bounce`, a buffer of the pool.
+  void* dest = nullptr;
+  struct Bounce* bounce = nullptr;
+  Status deferred_status;  // reported by progress() for requests on the deferred list
+};
+
+// A receive buffer as long as any two-sided message can be (fabric_bounce.cc).
+struct Bounce {
+  std::unique_ptr<uint8_t[]> mem;
+  fid_mr* mr = nullptr;
 };
 
 // Requests come in registered slabs: a clear-to-send is received into one, and providers with
@@ -115,6 +125,13 @@ class FabricTransport : public Transport {
   Status on_completion(Request* r, size_t len, uint64_t tag);
   Status read_cq_error(int* completed);
 
+  // fabric_bounce.cc
+  void plan_bounce();
+  Status bounce_recv(void* buf, size_t bytes, uint64_t tag, Completion* completion);
+  void finish_bounce(Request* r, size_t len);
+  void release_bounce(Request* r);  // with mutex_ held
+  void free_bounces();
+
   // fabric_rdma.cc
   Status rdma_send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag,
                    const MemRegion* region, Completion* completion);
@@ -134,6 +151,11 @@ class FabricTransport : public Transport {
   TransportInfo info_;
   uint64_t mr_mode_ = 0;
   bool peek_unsupported_ = false;
+  bool truncation_stops_ = false;
+  // Two-sided receives go through bounce buffers of this size (0: straight to their buffers).
+  size_t bounce_bytes_ = 0;
+  std::vector<std::unique_ptr<Bounce>> bounces_;  // all, for closing
+  std::vector<Bounce*> free_bounces_;
   std::vector<uint8_t> address_;
   std::map<std::vector<uint8_t>, fi_addr_t> known_peers_;
   std::mutex mutex_;  // request pool and the deferred lists

@@ -30,6 +30,7 @@ FabricTransport::~FabricTransport() {
     EFACOLL_WARN(kNet, "%zu operations still held by provider %s: its endpoint is left open", held,
                  info_.provider.c_str());
     for (auto& slab : slabs_) slab.release();
+    for (auto& b : bounces_) b.release();
     ep_.leak();
     av_.leak();
     cq_.leak();
@@ -41,6 +42,7 @@ FabricTransport::~FabricTransport() {
   for (auto& slab : slabs_) {
     if (slab->mr) fi_close(&slab->mr->fid);
   }
+  free_bounces();
   av_.reset();
   cq_.reset();
   domain_.reset();
@@ -59,6 +61,8 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   info_.max_msg_size = fi->ep_attr->max_msg_size ? fi->ep_attr->max_msg_size : SIZE_MAX;
   // shm (libfabric 1.17) accepts FI_PEEK but never completes it.
   peek_unsupported_ = info_.provider == "shm";
+  // And a message longer than its receive stops it for good (fabric_bounce.cc).
+  truncation_stops_ = info_.provider == "shm";
   if (fi->tx_attr->size && fi->rx_attr->size)
     info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
@@ -93,6 +97,7 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   rc = fi_enable(ep_.get());
   if (rc) return fabric_error("fi_enable", rc);
   EFACOLL_RETURN_IF_ERROR(choose_protocol(fi, options));
+  plan_bounce();
 
   size_t len = 0;
   rc = fi_getname(&ep_.get()->fid, nullptr, &len);
@@ -195,6 +200,7 @@ void FabricTransport::put_request(Request* r) {
   std::lock_guard<std::mutex> lock(mutex_);
   r->completion->transport_request = nullptr;
   r->completion = nullptr;
+  release_bounce(r);
   free_.push_back(r);
 }
 
@@ -241,6 +247,7 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   if (info_.rdma && bytes >= info_.rdma_threshold) {
     return rdma_recv(peer, buf, bytes, tag, region, completion);
   }
+  if (bounce_bytes_ > 0) return bounce_recv(buf, bytes, tag, completion);
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
   r->tag = tag;
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
@@ -284,6 +291,10 @@ Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
       r->completion->tag = tag;
       complete(r, Status::ok(), len);
       return Status::ok();
+    case ReqKind::kBounceRecv:
+      r->completion->tag = tag;
+      finish_bounce(r, len);
+      return Status::ok();
     default:
       complete(
           r, r->truncated ? Status(Code::kTruncate, "receiver expects fewer bytes") : Status::ok(),
@@ -313,7 +324,7 @@ Status FabricTransport::read_cq_error(int* completed) {
   }
   if ((err.flags & FI_REMOTE_CQ_DATA) || err.op_context == nullptr) return st;
   auto* r = static_cast<Request*>(err.op_context);
-  if (r->kind == ReqKind::kRecv) r->completion->tag = err.tag;
+  if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv) r->completion->tag = err.tag;
   complete(r, st, err.len);
   ++*completed;
   return Status::ok();
