@@ -321,7 +321,6 @@ void Executor::look_at_peers() {
 
 // Looks still in flight finish before the executor is gone (a peek completes at once).
 void Executor::settle_watch() {
-  watch_.stop_waiting();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   IdleBackoff backoff;
   while (watch_.in_flight() > 0 && std::chrono::steady_clock::now() < until) {
@@ -344,7 +343,6 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
-  watch_.stop_waiting();
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;
     if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {

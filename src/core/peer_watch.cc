@@ -91,9 +91,7 @@ void PeerWatch::learn_schedule() {
 }
 
 void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends) {
-  if (!found_.is_ok()) return;
-  if (cannot_peek_) return wait_for_notice();
-  if (looks_in_flight_ > 0) return;
+  if (cannot_peek_ || looks_in_flight_ > 0 || !found_.is_ok()) return;
   if (!learnt_) learn_schedule();
   Transport* t = ctx_.transport;
   const uint64_t any_message = kSignatureMask | kMaxMsgIdInTag;
@@ -116,29 +114,6 @@ void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends) {
     Slot* cts = slot(Kind::kPeekCts, -1);
     post(cts, t->peek((*ctx_.peers)[ctx_.rank], make_tag(ctx_.comm_id, ctx_.seq, ctx_.rank, 0, 0),
                       any_message, cts));
-  }
-}
-
-// Where the provider cannot peek (shm), a receive for a notice from any rank stays posted from
-// the first look to the end of the call: notices are zero-byte messages with ids of their own,
-// so nothing else can meet it. Calls of other shapes are still found only where their messages
-// meet a receive, or by the timeout, but a rank that found a mismatch or gave up tells the others.
-// (shm 1.17 now and then never gives this receive a notice that came before it was posted;
-// posted at the start of every call instead, correct calls on shm timed out now and then: not
-// understood.)
-void PeerWatch::wait_for_notice() {
-  if (waiting_notice_) return;
-  Slot* s = slot(Kind::kWaitNotice, -1);
-  s->ignore = kNoticeReasonMask | kSenderMask | kSignatureMask;
-  const uint64_t notice = make_tag(ctx_.comm_id, ctx_.seq, 0, notice_msg_id(0, ctx_.seq), 0);
-  if (post(s, ctx_.transport->recv((*ctx_.peers)[ctx_.rank], nullptr, 0, notice, nullptr, s))
-          .is_ok())
-    waiting_notice_ = true;
-}
-
-void PeerWatch::stop_waiting() {
-  for (Slot& s : *slots_) {
-    if (!s.free && s.kind == Kind::kWaitNotice) ctx_.transport->cancel(&s);
   }
 }
 
@@ -178,10 +153,6 @@ void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {
   if (is_look(s->kind)) {
     --w->looks_in_flight_;
     if (status.is_ok()) w->on_peek(*s);
-  }
-  if (s->kind == Kind::kWaitNotice) {
-    w->waiting_notice_ = false;
-    if (status.is_ok()) w->on_notice(s->tag);
   }
   s->free = true;
 }

@@ -44,16 +44,12 @@ class PeerWatch {
   void retell();
   bool telling() const { return !untold_.empty(); }
   size_t in_flight() const { return in_flight_; }
-  // Cancels the receive for notices that look() posts where the transport cannot peek.
-  void stop_waiting();
   // The provider still holds some of ours: their storage is left to it.
   void abandon();
 
  private:
-  enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice, kWaitNotice };
-  static bool is_look(Kind k) {
-    return k != Kind::kNotice && k != Kind::kTakeNotice && k != Kind::kWaitNotice;
-  }
+  enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice };
+  static bool is_look(Kind k) { return k != Kind::kNotice && k != Kind::kTakeNotice; }
   struct Slot : Completion {
     PeerWatch* watch = nullptr;
     Kind kind = Kind::kNotice;
@@ -66,7 +62,6 @@ class PeerWatch {
   static void on_done(Completion* c, const Status& status, size_t bytes);
   void on_peek(const Slot& s);
   void on_notice(uint64_t tag);
-  void wait_for_notice();
   void note(const Status& st);
   void learn_schedule();
 
@@ -81,7 +76,6 @@ class PeerWatch {
   size_t in_flight_ = 0;
   size_t looks_in_flight_ = 0;
   bool cannot_peek_ = false;
-  bool waiting_notice_ = false;
   int silent_ = -1;          // named by a notice received
   std::vector<int> untold_;  // peers whose notice a full queue turned away
   uint64_t notice_tag_ = 0;

@@ -142,10 +142,9 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverUdp) {
 // shm (libfabric 1.17) cannot peek, and stops for good after a message longer than its receive:
 // run with the one-sided protocol, which with bounce receives keeps every message within its
 // receive (under the default two-sided protocol only mpi.mismatch.shm's same-shape cases run).
-// A message of another call is found where it meets a receive; notices come through a receive
-// posted for them at the first look. Calls of other shapes (another collective, or the same
-// signature with another count) are found only where one of their messages happens to meet a
-// receive, else at the timeout: not run here.
+// A message of another call is found where it meets a receive. Calls of other shapes (another
+// collective, or the same signature with another count) are found only where one of their messages
+// happens to meet a receive, else at the timeout: not run here.
 TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
   if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
   for (const Case& c : kCases) {
