@@ -70,7 +70,7 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
             "this rank's " + std::to_string(whole);
     }
     return Status(Code::kMismatch,
-                  what + why + " (low-latency protocol; every rank must make " + "the same call)");
+                  what + why + " (low-latency protocol; every rank must make the same call)");
   }
   return st;
 }

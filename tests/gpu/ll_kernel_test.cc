@@ -15,6 +15,7 @@
 #include "core/call_signature.h"
 #include "gpu/ll_protocol.h"
 #include "gpu_test_util.h"
+#include "ll_test_base.h"
 #include "reference.h"
 
 namespace efacoll {
@@ -45,26 +46,8 @@ std::vector<size_t> rs_counts(const Shape& s) {
   return c;
 }
 
-class LlKernel : public ::testing::Test {
+class LlKernel : public testing::LlTestBase {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
-    ASSERT_CUDA(cudaSetDevice(0));
-  }
-  void TearDown() override {
-    for (void* p : device_) cudaFree(p);
-    for (void* p : host_) cudaFreeHost(p);
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
-  }
-
-  void* device(size_t bytes) {
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p, 0, bytes), cudaSuccess);
-    device_.push_back(p);
-    return p;
-  }
-
   // Runs `calls` consecutive collectives of one shape (sequence numbers continue across them,
   // so both parities and slot reuse are exercised) and checks every rank's result each time.
   void run(const Shape& s, int calls) {
@@ -77,16 +60,7 @@ class LlKernel : public ::testing::Test {
     std::vector<void*> regions(P);
     for (int r = 0; r < P; ++r) regions[r] = device(region.total_bytes());
     std::vector<LlSignal> signals(P);
-    streams_.resize(P);
-    for (int r = 0; r < P; ++r) {
-      void* words = nullptr;
-      ASSERT_CUDA(cudaHostAlloc(&words, 16, cudaHostAllocMapped | cudaHostAllocPortable));
-      host_.push_back(words);
-      signals[r].done = static_cast<uint64_t*>(words);
-      signals[r].fault = signals[r].done + 1;
-      signals[r].arrivals = static_cast<unsigned*>(device(sizeof(unsigned)));
-      ASSERT_CUDA(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking));
-    }
+    for (int r = 0; r < P; ++r) signals[r] = signal();
     const std::vector<size_t> counts = rs_counts(s);
     const size_t rs_total = std::accumulate(counts.begin(), counts.end(), size_t(0));
     const size_t in_elems = s.kind == CollKind::kReduceScatter ? rs_total : s.count;
@@ -125,13 +99,13 @@ class LlKernel : public ::testing::Test {
                      : sends[r];
         for (int q = 0; q < P; ++q) c.regions[q] = regions[q];
         if (c.split) {
-          ASSERT_TRUE(ll_launch(c, kLlPush, signals[r], streams_[r]).is_ok());
-          ASSERT_TRUE(ll_launch(c, kLlFinish, signals[r], streams_[r]).is_ok());
+          ASSERT_TRUE(ll_launch(c, kLlPush, signals[r], stream(r)).is_ok());
+          ASSERT_TRUE(ll_launch(c, kLlFinish, signals[r], stream(r)).is_ok());
         } else {
-          ASSERT_TRUE(ll_launch(c, kLlPush | kLlFinish, signals[r], streams_[r]).is_ok());
+          ASSERT_TRUE(ll_launch(c, kLlPush | kLlFinish, signals[r], stream(r)).is_ok());
         }
       }
-      for (int r = 0; r < P; ++r) ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+      for (int r = 0; r < P; ++r) ASSERT_CUDA(cudaStreamSynchronize(stream(r)));
       for (int r = 0; r < P; ++r) {
         EXPECT_EQ(*signals[r].fault, 0u) << "rank " << r << " stopped waiting";
         if (in_elems && (s.kind != CollKind::kReduceScatter || rs_total)) {
@@ -165,9 +139,6 @@ class LlKernel : public ::testing::Test {
     ASSERT_CUDA(cudaMemcpy(got.data(), recv, got.size(), cudaMemcpyDeviceToHost));
     EXPECT_EQ(testing::compare(got, want, s.type), "") << "rank " << r << ", call " << call;
   }
-
-  std::vector<void*> device_, host_;
-  std::vector<cudaStream_t> streams_;
 };
 
 TEST_F(LlKernel, EveryAllowedPairOfAllreduce) {

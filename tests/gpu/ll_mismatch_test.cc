@@ -13,6 +13,7 @@
 #include "gpu/ll_kernel.h"
 #include "gpu/ll_protocol.h"
 #include "gpu_test_util.h"
+#include "ll_test_base.h"
 #include "reference.h"
 
 namespace efacoll {
@@ -28,34 +29,11 @@ struct Call {
 
 constexpr DType kType = DType::kInt32;
 constexpr size_t kSlotLimit = size_t(1) << 20;
-constexpr int kMaxRanks = 4;
 
-class LlMismatch : public ::testing::Test {
+class LlMismatch : public testing::LlTestBase {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
-    ASSERT_CUDA(cudaSetDevice(0));
-    streams_.resize(kMaxRanks);
-    for (cudaStream_t& s : streams_)
-      ASSERT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  }
-  void TearDown() override {
-    for (void* p : device_) cudaFree(p);
-    for (void* p : host_) cudaFreeHost(p);
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
-  }
-
-  void* device(size_t bytes) {
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p, 0, bytes), cudaSuccess);
-    device_.push_back(p);
-    return p;
-  }
-
   // Fresh regions and signals for P ranks (earlier worlds' memory stays until the test ends).
   void make_world(int P) {
-    ASSERT_LE(P, kMaxRanks);
     P_ = P;
     region_.slot_bytes = ll_slot_bytes(kSlotLimit, P);
     region_.nranks = P;
@@ -65,12 +43,7 @@ class LlMismatch : public ::testing::Test {
     recvs_.resize(P);
     for (int r = 0; r < P; ++r) {
       regions_[r] = device(region_.total_bytes());
-      void* words = nullptr;
-      ASSERT_CUDA(cudaHostAlloc(&words, 16, cudaHostAllocMapped | cudaHostAllocPortable));
-      host_.push_back(words);
-      signals_[r].done = static_cast<uint64_t*>(words);
-      signals_[r].fault = signals_[r].done + 1;
-      signals_[r].arrivals = static_cast<unsigned*>(device(sizeof(unsigned)));
+      signals_[r] = signal();
       sends_[r] = static_cast<uint8_t*>(device(region_.slot_bytes));
       recvs_[r] = static_cast<uint8_t*>(device(region_.slot_bytes * P));
     }
@@ -93,13 +66,13 @@ class LlMismatch : public ::testing::Test {
     call.send = sends_[r];
     call.recv = recvs_[r];
     for (int q = 0; q < P_; ++q) call.regions[q] = regions_[q];
-    ASSERT_TRUE(ll_launch(call, kLlPush | kLlFinish, signals_[r], streams_[r]).is_ok());
+    ASSERT_TRUE(ll_launch(call, kLlPush | kLlFinish, signals_[r], stream(r)).is_ok());
   }
 
   // Seconds until every launched rank's kernel has ended.
   double wait_all(const std::vector<int>& ranks) {
     const auto start = std::chrono::steady_clock::now();
-    for (int r : ranks) EXPECT_EQ(cudaStreamSynchronize(streams_[r]), cudaSuccess);
+    for (int r : ranks) EXPECT_EQ(cudaStreamSynchronize(stream(r)), cudaSuccess);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
@@ -117,8 +90,6 @@ class LlMismatch : public ::testing::Test {
   std::vector<void*> regions_;
   std::vector<LlSignal> signals_;
   std::vector<uint8_t*> sends_, recvs_;
-  std::vector<void*> device_, host_;
-  std::vector<cudaStream_t> streams_;
 };
 
 constexpr uint64_t kLongTimeout = 10ull * 1000 * 1000 * 1000;

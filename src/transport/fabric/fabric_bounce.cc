@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
 
 namespace efacoll {
