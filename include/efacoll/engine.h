@@ -5,6 +5,8 @@
 #include <bitset>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +29,7 @@ struct IpcState;
 struct IpcCallKey;
 struct HierState;
 struct LlCall;
+enum class LlPath : uint32_t;
 class MrCache;
 class GpuRuntime;
 
@@ -211,6 +214,10 @@ class Comm {
   bool ipc_ll_plan(const CollArgs& args, LlCall* call) const;
   Status run_ipc_ll(const CollArgs& args, LlCall& call);  // at the sequence advance_ll_seq set
   Status advance_ll_seq();
+  // comm_ll_paths.cc: calls of one sequence that took different paths inside the node.
+  Status read_ll_keys(std::vector<uint64_t>* words);  // this rank's region, this sequence
+  void watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call);
+  Status join_peers_exchange(const IpcCallKey& call);
   // comm_calibrate.cc
   Status calibrate();
   Status calibrate_algorithms();
@@ -226,6 +233,8 @@ class Comm {
   int rank_, size_;
   uint32_t id_;
   uint32_t seq_ = 0;
+  // Given to the next schedule's executor (ExecContext::on_stall), then cleared.
+  std::function<Status()> stall_check_;
   // The engine's lock while run() holds it and may lend it out (see EngineConfig::concurrent).
   std::unique_lock<std::mutex>* yield_lock_ = nullptr;
   bool nested_ = false;  // made inside a collective of its parent, whose lock covers it

@@ -447,6 +447,10 @@ Status Executor::run() {
     if (now - last_progress > look_every_ && now >= next_look) {
       look_at_peers();
       next_look = now + look_every_;
+      if (ctx_.on_stall) {
+        Status said = ctx_.on_stall();
+        if (!said.is_ok()) return fail_with_cleanup(said);
+      }
     }
     // Calls of different shapes can wait on each other in a circle with nothing left to peek
     // at: once a mismatch is known and nothing comes, the notices tell the peers instead.

@@ -2,6 +2,7 @@
 // progresses completions, and yields the CPU when nothing moves.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct ExecContext {
   std::chrono::milliseconds timeout{300000};
   size_t max_posted = SIZE_MAX;  // sends and receives in flight at once (TransportInfo)
   std::string what;              // "allreduce on communicator 3", for error messages
+  // Called each time the call looks at its peers after waiting (every EFACOLL_TIMEOUT / 16, at
+  // most 100 ms): what else the caller knows of its peers. An error ends the call.
+  std::function<Status()> on_stall;
   // Held by the caller around the run; released while waiting for peers, so that collectives
   // of other threads on other communicators (MPI_THREAD_MULTIPLE) can move meanwhile: their
   // peers may be the ones we wait for. nullptr: held throughout.

@@ -258,13 +258,21 @@ Status Comm::run_locked(const CollArgs& args) {
       one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && !fabric_algo(forced);
   LlCall ll_call;
   bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
-  if (ipc && ipc_usable(args.device)) {
+  const bool in_node = ipc && ipc_usable(args.device);
+  if (in_node) {
     ll = node_protocol(args.kind, call_bytes(plan.ring), forced, ll) == Algo::kLl;
     if (ipc_->ll_usable) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
   }
+  // Off the low-latency protocol where peers may be on it (comm_ll_paths.cc).
+  const bool watch = in_node && ipc_->ll_usable && !ll;
+  const IpcCallKey key = ipc_call_key(args, plan.ring);
   if (!ll && forced != Algo::kIpc &&
       plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
-    return run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
+    if (watch) watch_ll_peers(args.kind, LlPath::kOther, key);
+    Status st =
+        run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
+    stall_check_ = nullptr;
+    return st;
   }
   // Host buffers in a GPU call are replaced by device copies (in and out).
   CollArgs a = args;
@@ -286,8 +294,11 @@ Status Comm::run_locked(const CollArgs& args) {
   Status st;
   if (ll) {
     st = run_ipc_ll(a, ll_call);
-  } else if (ipc && ipc_usable(args.device)) {
-    st = ipc_direct_possible(a) ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
+  } else if (in_node) {
+    const bool direct = ipc_direct_possible(a);
+    if (watch) watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds, key);
+    st = direct ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
+    stall_check_ = nullptr;
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
              hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
     st = run_hier_gpu(a);

@@ -98,6 +98,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.timeout = engine_->config_.timeout;
   ctx.max_posted = engine_->transport_->info().max_posted;
   ctx.yield_lock = yield_lock_;
+  ctx.on_stall = std::move(stall_check_);
+  stall_check_ = nullptr;
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
              " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
              std::to_string(size_) + ")";

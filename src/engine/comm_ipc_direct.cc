@@ -18,13 +18,7 @@ namespace {
 
 constexpr size_t kMappedBuffersKept = 64;
 
-struct BufferRef {
-  uint8_t handle[GpuRuntime::kIpcHandleBytes];
-  uint64_t offset;
-  uint64_t buffer_id;
-};
-
-Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, BufferRef* out) {
+Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, IpcBufferRef* out) {
   std::memset(out, 0, sizeof(*out));
   void* base = nullptr;
   EFACOLL_RETURN_IF_ERROR(driver_allocation_base(ptr, &base));
@@ -49,7 +43,7 @@ void forget_peer(IpcState& s, int peer, const std::vector<void*>& in_use) {
 }
 
 // Peer p's buffer as seen from here. `in_use`: the mapping bases this call relies on already.
-Status map_peer(IpcState& s, int peer, const BufferRef& ref, std::vector<void*>* in_use,
+Status map_peer(IpcState& s, int peer, const IpcBufferRef& ref, std::vector<void*>* in_use,
                 uint8_t** out) {
   void* base = nullptr;
   const auto key = std::make_pair(peer, ref.buffer_id);
@@ -109,24 +103,20 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   // Peers read our send buffer directly: it must be final (work queued on the legacy default
   // stream included) before they are told where it is. Every rank joins the exchange even when
   // its own part failed (managed or pool memory cannot be exported): then all take the rounds.
-  struct Blob {
-    BufferRef send, recv;
-    IpcCallKey key;
-    int32_t ok;
-  } mine = {};
+  IpcDirectBlob mine = {};
   mine.key = ipc_call_key(args, ring);
   Status st = gpu->synchronize();
   const uint64_t send_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
   if (st.is_ok()) st = describe(gpu, send, send_id, &mine.send);
   if (st.is_ok()) st = describe(gpu, recv, args.recv_buffer_id, &mine.recv);
   mine.ok = st.is_ok();
-  std::vector<Blob> all(size_);
+  std::vector<IpcDirectBlob> all(size_);
   EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), all.data()));
   // Every rank sees every key: all stop here together, before touching a peer's memory.
   std::vector<IpcCallKey> keys(size_);
   for (int p = 0; p < size_; ++p) keys[p] = all[p].key;
   EFACOLL_RETURN_IF_ERROR(compare_ipc_keys(args, mine.key, keys));
-  for (const Blob& b : all) {
+  for (const IpcDirectBlob& b : all) {
     if (!b.ok) return run_ipc(args, ring);
   }
   std::vector<uint8_t*> sends(size_), recvs(size_);

@@ -69,6 +69,12 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
       why = "rank " + std::to_string(fault.peer) + " called with another element count than " +
             "this rank's " + std::to_string(whole);
     }
+    // A peer off the protocol waits in its exchange: this rank's key goes there too.
+    IpcCallKey key;
+    key.count = whole;
+    key.signature = signature;
+    Status joined = join_peers_exchange(key);
+    if (!joined.is_ok()) why += "; then, joining its exchange: " + joined.message();
     return Status(Code::kMismatch,
                   what + why + " (low-latency protocol; every rank must make the same call)");
   }

@@ -31,6 +31,20 @@ struct IpcCallKey {
   uint32_t well = 0;  // run_ipc's first barrier: this rank's part so far went well
 };
 
+// A user buffer as IPC direct's exchange names it to the peers.
+struct IpcBufferRef {
+  uint8_t handle[GpuRuntime::kIpcHandleBytes];
+  uint64_t offset;
+  uint64_t buffer_id;
+};
+
+// What each rank gives in IPC direct's first exchange.
+struct IpcDirectBlob {
+  IpcBufferRef send, recv;
+  IpcCallKey key;
+  int32_t ok;  // its buffers could be exported
+};
+
 struct CollArgs;
 struct RingArgs;
 IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring);

@@ -58,18 +58,30 @@ struct LlRegion {
 
 // A call as the kernel compares it across ranks: ranks that called with another collective,
 // type, op or count would otherwise mix their data without a word, or one would return while
-// the other waits. 12 bits of call signature (core/call_signature.h) and the count's low 20
-// bits; stored beside the low half of the sequence, so that a key of an earlier call is not
-// taken for this one's.
-constexpr uint32_t kLlKeyCountBits = 20;
+// the other waits. 12 bits of call signature (core/call_signature.h), 2 bits of the path the
+// call takes (LlPath) and the count's low 18 bits; stored beside the low half of the sequence,
+// so that a key of an earlier call is not taken for this one's.
+constexpr uint32_t kLlKeyCountBits = 18;
 constexpr uint32_t kLlKeyCountMask = (1u << kLlKeyCountBits) - 1;
-inline uint32_t ll_call_key(uint32_t signature, uint64_t count) {
-  return (signature << kLlKeyCountBits) | static_cast<uint32_t>(count & kLlKeyCountMask);
+constexpr uint32_t kLlKeyPathShift = kLlKeyCountBits;
+constexpr uint32_t kLlKeySignatureShift = kLlKeyCountBits + 2;
+// The path of a GPU call inside the node. Calls that do not take this protocol store their key
+// in the peers' regions too, once their first exchange has waited a while: a peer in this
+// protocol then stops at once, and joins their exchange (kIpcDirect, kIpcRounds: one allgather
+// of the same shape), so that every rank errs and all stay in step on the fabric.
+enum class LlPath : uint32_t { kLowLatency = 0, kIpcDirect = 1, kIpcRounds = 2, kOther = 3 };
+inline uint32_t ll_call_key(uint32_t signature, uint64_t count, LlPath path = LlPath::kLowLatency) {
+  return ((signature & 0xfff) << kLlKeySignatureShift) |
+         (static_cast<uint32_t>(path) << kLlKeyPathShift) |
+         static_cast<uint32_t>(count & kLlKeyCountMask);
 }
 EFACOLL_HOST_DEVICE inline uint64_t ll_key_word(uint64_t seq, uint32_t key) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(seq)) << 32) | key;
 }
-inline uint32_t ll_key_signature(uint32_t key) { return key >> kLlKeyCountBits; }
+inline uint32_t ll_key_signature(uint32_t key) { return key >> kLlKeySignatureShift; }
+inline LlPath ll_key_path(uint32_t key) {
+  return static_cast<LlPath>((key >> kLlKeyPathShift) & 3);
+}
 inline uint32_t ll_key_count_bits(uint32_t key) { return key & kLlKeyCountMask; }
 
 // Why a kernel stopped (LlSignal::fault): the peer it names and, for another call, that peer's

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/call_signature.h"
@@ -144,6 +145,44 @@ TEST_F(LlMismatch, AnotherOpCountOrCollectiveStopsEveryRankAndTheNextCallIsExact
           expect_exact_allreduce(r, n);
         }
       }
+    }
+  }
+}
+
+// A rank whose call took another path (IPC direct: too large for this protocol) stores its key
+// from the host, as comm_ll_paths.cc does once its exchange has waited: the ranks in the
+// protocol stop on it, late as it comes, and see which path it took.
+TEST_F(LlMismatch, AKeyStoredLateByARankOnAnotherPathStopsTheOthers) {
+  for (int P : {2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    make_world(P);
+    const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+    std::vector<int> waiting;
+    for (int r = 0; r < P; ++r) {
+      if (r == 1) continue;
+      waiting.push_back(r);
+      launch(r, usual, 1, kLongTimeout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int r : waiting) {
+      EXPECT_EQ(cudaStreamQuery(stream(r)), cudaErrorNotReady) << "rank " << r << " did not wait";
+    }
+    const size_t twice = 2 * usual.count;  // rank 1's call: another count, on IPC direct
+    const uint32_t key = ll_call_key(call_signature(CollKind::kAllreduce, kType, ROp::kSum, twice),
+                                     twice, LlPath::kIpcDirect);
+    const uint64_t word = ll_key_word(1, key);
+    const size_t at = region_.keys_offset() + region_.key_index(1, 1) * sizeof(uint64_t);
+    for (int r : waiting) {
+      ASSERT_CUDA(cudaMemcpy(static_cast<uint8_t*>(regions_[r]) + at, &word, sizeof(word),
+                             cudaMemcpyHostToDevice));
+    }
+    EXPECT_LT(wait_all(waiting), 2.0) << "the ranks waited on after the key came";
+    for (int r : waiting) {
+      const LlFault f = fault(r);
+      EXPECT_EQ(f.kind, LlFault::kOtherCall) << "rank " << r;
+      EXPECT_EQ(f.peer, 1) << "rank " << r;
+      EXPECT_EQ(f.their_key, key) << "rank " << r;
+      EXPECT_EQ(ll_key_path(f.their_key), LlPath::kIpcDirect) << "rank " << r;
     }
   }
 }

@@ -137,10 +137,19 @@ TEST(LlRegion, SlotsFlagsAndKeysNeverOverlap) {
   EXPECT_EQ(std::count(owner.begin(), owner.end(), -1), 0) << "the region has unused bytes";
 }
 
-TEST(LlKey, CarriesTheSignatureAndTheCountsLowBits) {
-  const uint32_t key = ll_call_key(0xabc, (uint64_t{7} << 20) | 12345);
+TEST(LlKey, CarriesTheSignatureThePathAndTheCountsLowBits) {
+  const uint32_t key = ll_call_key(0xabc, (uint64_t{7} << kLlKeyCountBits) | 12345);
   EXPECT_EQ(ll_key_signature(key), 0xabcu);
   EXPECT_EQ(ll_key_count_bits(key), 12345u);
+  EXPECT_EQ(ll_key_path(key), LlPath::kLowLatency);
+  for (LlPath path : {LlPath::kIpcDirect, LlPath::kIpcRounds, LlPath::kOther}) {
+    const uint32_t other = ll_call_key(0xabc, 12345, path);
+    EXPECT_EQ(ll_key_path(other), path);
+    EXPECT_EQ(ll_key_signature(other), 0xabcu);
+    EXPECT_EQ(ll_key_count_bits(other), 12345u);
+    // The same call on another path is another key: the kernel stops on it.
+    EXPECT_NE(other, key);
+  }
   EXPECT_NE(ll_call_key(0xabc, 12345), ll_call_key(0xabc, 12346));
   // The word holds the sequence's low half, so an earlier call's key never reads as this one's.
   EXPECT_NE(ll_key_word(5, key), ll_key_word(7, key));

@@ -1,0 +1,90 @@
+// Ranks whose GPU calls inside the node took different paths: one small enough for the
+// low-latency protocol (a kernel waiting on its peers' keys and data in GPU memory), another
+// not (an exchange through the fabric). Neither would ever hear from the other: each would wait
+// out its timeout, and the fabric sequence of the one that ran an exchange would run ahead.
+// So a call off the protocol whose first exchange has waited stores its key in the peers'
+// regions (ll_protocol.h, LlPath); a peer in the protocol stops at once on it and joins the
+// exchange with its own call's key, and the exchange's comparison then fails on every rank.
+#include <vector>
+
+#include "core/call_signature.h"
+#include "efacoll/engine.h"
+#include "engine/ipc_state.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/ll_protocol.h"
+
+namespace efacoll {
+
+Status Comm::read_ll_keys(std::vector<uint64_t>* words) {
+  IpcState& s = *ipc_;
+  const int parity = static_cast<int>(s.ll_seq & 1);
+  words->assign(size_, 0);
+  const uint8_t* keys = s.ll(rank_) + s.ll_region.keys_offset();
+  return s.gpu->copy(words->data(), keys + s.ll_region.key_index(parity, 0) * sizeof(uint64_t),
+                     size_ * sizeof(uint64_t));
+}
+
+void Comm::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
+  IpcState& s = *ipc_;
+  const uint64_t seq = s.ll_seq;
+  const uint64_t word = ll_key_word(seq, ll_call_key(call.signature, call.count, path));
+  bool announced = false;
+  stall_check_ = [this, kind, path, call, seq, word, announced]() mutable -> Status {
+    IpcState& s = *ipc_;
+    if (!announced) {
+      announced = true;
+      const size_t at = s.ll_region.keys_offset() +
+                        s.ll_region.key_index(static_cast<int>(seq & 1), rank_) * sizeof(uint64_t);
+      for (int p = 0; p < size_; ++p) {
+        if (p != rank_) EFACOLL_RETURN_IF_ERROR(s.gpu->copy(s.ll(p) + at, &word, sizeof(word)));
+      }
+      // A peer in the protocol joins exchanges of the IPC paths within microseconds of
+      // reading this key; other paths it cannot join, so they look at once.
+      if (path != LlPath::kOther) return Status::ok();
+    }
+    std::vector<uint64_t> words;
+    EFACOLL_RETURN_IF_ERROR(read_ll_keys(&words));
+    for (int p = 0; p < size_; ++p) {
+      const uint32_t key = static_cast<uint32_t>(words[p]);
+      if (p == rank_ || (words[p] >> 32) != static_cast<uint32_t>(seq) ||
+          ll_key_path(key) != LlPath::kLowLatency)
+        continue;
+      std::string why = describe_mismatch(call.signature, ll_key_signature(key), p);
+      if (why.empty()) {
+        why = "rank " + std::to_string(p) + " called with another element count than this " +
+              "rank's " + std::to_string(call.count);
+      }
+      return Status(Code::kMismatch,
+                    std::string(coll_name(kind)) + " on communicator " + std::to_string(id_) +
+                        ": " + why + " (rank " + std::to_string(p) +
+                        " in the low-latency protocol; every rank must make " + "the same call)");
+    }
+    return Status::ok();
+  };
+}
+
+Status Comm::join_peers_exchange(const IpcCallKey& call) {
+  std::vector<uint64_t> words;
+  EFACOLL_RETURN_IF_ERROR(read_ll_keys(&words));
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || (words[p] >> 32) != static_cast<uint32_t>(ipc_->ll_seq)) continue;
+    const LlPath path = ll_key_path(static_cast<uint32_t>(words[p]));
+    // What a peer on that path gives in its first exchange, with this rank's key and nothing
+    // usable: the peers' comparison of keys fails, and no message is left unreceived.
+    if (path == LlPath::kIpcDirect) {
+      IpcDirectBlob mine = {};
+      mine.key = call;
+      std::vector<IpcDirectBlob> all(size_);
+      return host_allgather(&mine, sizeof(mine), all.data());
+    }
+    if (path == LlPath::kIpcRounds) {
+      IpcCallKey mine = call;
+      mine.well = 0;
+      std::vector<IpcCallKey> all(size_);
+      return host_allgather(&mine, sizeof(mine), all.data());
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace efacoll
