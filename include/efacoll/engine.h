@@ -218,6 +218,10 @@ class Comm {
   Status read_ll_keys(std::vector<uint64_t>* words);  // this rank's region, this sequence
   void watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call);
   Status join_peers_exchange(const IpcCallKey& call);
+  // comm_stale.cc: messages a failed call left in the provider's queue.
+  void remember_failed_call(uint32_t seq);
+  void drop_stale_messages();  // of failed calls half way round the tag's sequence
+  Status drop_messages_of(uint32_t seq);
   // comm_calibrate.cc
   Status calibrate();
   Status calibrate_algorithms();
@@ -235,6 +239,7 @@ class Comm {
   uint32_t seq_ = 0;
   // Given to the next schedule's executor (ExecContext::on_stall), then cleared.
   std::function<Status()> stall_check_;
+  std::vector<uint32_t> failed_seqs_;  // sequences of failed calls whose messages may be queued
   // The engine's lock while run() holds it and may lend it out (see EngineConfig::concurrent).
   std::unique_lock<std::mutex>* yield_lock_ = nullptr;
   bool nested_ = false;  // made inside a collective of its parent, whose lock covers it

@@ -86,6 +86,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.peers = &peers_;
   ctx.rank = rank_;
   ctx.comm_id = id_;
+  if (!failed_seqs_.empty()) drop_stale_messages();
   ctx.seq = seq_++;
   ctx.dtype = args.dtype;
   ctx.op = args.op;
@@ -107,6 +108,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
                 gpu ? "GPU " : "host ", staged ? "staged" : "direct", schedule.ops.size(),
                 chunk_bytes);
   Status result = execute_schedule(schedule, ctx, bufs);
+  if (!result.is_ok()) remember_failed_call(ctx.seq);
   // The result must be visible to any later work on any stream before we return.
   Status done = local->finish();
   if (result.is_ok()) result = done;

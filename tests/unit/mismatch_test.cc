@@ -154,6 +154,64 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
   }
 }
 
+// Rank 1's reduce-scatter messages that no receive of the others' allreduce took stay queued
+// under the failed call's sequence; 64 calls later a reduce-scatter of the same shape reuses it.
+// Every one of the 70 reduce-scatters after the failure (new data each time) must be exact.
+void expect_no_stale_message_taken(const std::string& transport) {
+  constexpr int kN = 3, kCalls = 70;
+  const Case& other = kCases[4];  // rank 1: reduce-scatter; the others: allreduce
+  auto failures = run_ranks(kN, setup_for(transport), [&](RankContext& ctx) {
+    const Status failed = run_call(ctx.comm, kN, ctx.rank == 1 ? other.odd : Call{});
+    if (failed.is_ok()) ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": no error");
+    const size_t block = other.odd.count;
+    std::vector<int32_t> in(block * kN), out(block);
+    std::vector<size_t> counts(kN, block);
+    for (int call = 0; call < kCalls; ++call) {
+      // Element e of rank r: r * 1000 + call * 7 + e; the sum over ranks is known in closed form.
+      for (size_t e = 0; e < in.size(); ++e)
+        in[e] = static_cast<int32_t>(ctx.rank * 1000 + call * 7 + e);
+      CollArgs a;
+      a.kind = CollKind::kReduceScatter;
+      a.sendbuf = in.data();
+      a.recvbuf = out.data();
+      a.count = block;
+      a.recvcounts = counts.data();
+      a.dtype = DType::kInt32;
+      const Status st = ctx.comm.run(a);
+      for (size_t e = 0; st.is_ok() && e < block; ++e) {
+        const size_t at = ctx.rank * block + e;
+        const int32_t want =
+            static_cast<int32_t>(1000 * (kN * (kN - 1) / 2) + kN * (call * 7 + at));
+        if (out[e] != want) {
+          ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", call " +
+                                  std::to_string(call) + ", element " + std::to_string(e) + ": " +
+                                  std::to_string(out[e]) + " instead of " + std::to_string(want));
+          break;
+        }
+      }
+      if (!st.is_ok()) {
+        ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", call " +
+                                std::to_string(call) + ": " + st.to_string());
+      }
+    }
+  });
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+}
+
+TEST(Mismatch, MessagesLeftByAFailedCallNeverReachALaterOneOverLoopback) {
+  expect_no_stale_message_taken("loopback");
+}
+
+TEST(Mismatch, MessagesLeftByAFailedCallNeverReachALaterOneOverTcp) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  expect_no_stale_message_taken("tcp");
+}
+
+TEST(Mismatch, MessagesLeftByAFailedCallNeverReachALaterOneOverUdp) {
+  if (!provider_available("udp")) GTEST_SKIP() << "no udp provider";
+  expect_no_stale_message_taken("udp");
+}
+
 TEST(Mismatch, SignatureNamesTheDifference) {
   const uint32_t sum = call_signature(CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 10);
   EXPECT_EQ(describe_mismatch(sum, sum, 2), "");
