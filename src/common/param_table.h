@@ -22,7 +22,7 @@
     "to MPI with the reasons, bytes and time.")                                                   \
   X(kChunkSize, "EFACOLL_CHUNK_SIZE", kBytes, "524288",                                           \
     "Pipelining unit: each block moves in chunks of at most this many bytes. Unset, the tuner "   \
-    "picks it per call (64 KiB to 4 MiB, at most 64 chunks a block); set, it is used as "        \
+    "picks it per call (64 KiB to 4 MiB, at most 64 chunks a block); set, it is used as "         \
     "given.")                                                                                     \
   X(kChannels, "EFACOLL_CHANNELS", kInteger, "0",                                                 \
     "Independent rings/trees per call, each on its share of the data, its own chunk stream "      \
@@ -58,8 +58,8 @@
     "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
     "are sent.")                                                                                  \
   X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                                \
-    "GPU calls moving at most this many bytes (send + receive) run on pinned host copies "        \
-    "instead of the staged GPU pipeline: lower latency for small messages.")                      \
+    "GPU calls in which no rank moves more than this many bytes (send + receive) run on pinned "  \
+    "host copies instead of the staged GPU pipeline: lower latency for small messages.")          \
   X(kTopoDumpFile, "EFACOLL_TOPO_DUMP_FILE", kText, "",                                           \
     "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "     \
     "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                       \

@@ -101,6 +101,17 @@ size_t call_bytes(const RingArgs& ring) {
   return bytes;
 }
 
+// What the rank with the most to move sends and receives: the same figure on every rank, so
+// that all take the same path (a reduce-scatter's blocks differ from rank to rank, and ranks
+// that split on its own bytes ran one through pinned host copies and one through IPC direct,
+// each waiting for the other).
+size_t most_bytes_of_a_rank(CollKind kind, const RingArgs& ring) {
+  size_t block = 0;
+  for (size_t c : ring.block_counts) block = std::max(block, c * ring.elem_size);
+  const size_t whole = call_bytes(ring);
+  return kind == CollKind::kAllreduce ? 2 * whole : whole + block;
+}
+
 AlgoInputs algo_inputs(CollKind kind, const RingArgs& ring, int hier_per_node,
                        const EngineConfig& config) {
   AlgoInputs in;
@@ -267,7 +278,7 @@ Status Comm::run_locked(const CollArgs& args) {
   const bool watch = in_node && ipc_->ll_usable && !ll;
   const IpcCallKey key = ipc_call_key(args, plan.ring);
   if (!ll && forced != Algo::kIpc &&
-      plan.send_bytes + plan.recv_bytes <= engine_->config_.gpu_host_path_max) {
+      most_bytes_of_a_rank(args.kind, plan.ring) <= engine_->config_.gpu_host_path_max) {
     if (watch) watch_ll_peers(args.kind, LlPath::kOther, key);
     Status st =
         run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
