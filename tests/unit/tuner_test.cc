@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "tune/algo.h"
 #include "tune/cost_model.h"
@@ -100,6 +102,60 @@ TEST(Tuner, ChannelsSpreadTheRingOverEveryNicOfANode) {
   const TunedChoice c =
       tune_algo(model("local"), call(CollKind::kAllreduce, 64 << 20, 4), {}, true);
   EXPECT_EQ(c.channels, 1) << c.explanation;
+}
+
+// Inside one node a (chunk, channels) pair within 10 % of the fastest prediction with fewer
+// channels, then fewer messages, goes first. Checked against the whole grid the tuner weighs
+// (chunks 64 KiB up to a 64th of the vector and at least 4 MiB, 1 ... 8 channels, as
+// chunk_options and channel_options give them) for the ring allreduce of each platform's model.
+TEST(Tuner, InsideANodeNearTiesGoToFewerChannelsThenFewerMessages) {
+  for (const char* platform : {"local", "p4d", "p5"}) {
+    const CostModel m = model(platform);
+    for (int ranks : {4, 8}) {
+      for (size_t bytes = size_t(1) << 20; bytes <= size_t(8) << 30; bytes *= 8) {
+        AlgoOverrides ring;
+        ring.allreduce = Algo::kRing;
+        const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, bytes, ranks), ring, true);
+        size_t top = size_t(4) << 20;
+        while (top < bytes / 64) top *= 4;
+        const double block = static_cast<double>(bytes) / ranks;
+        struct Point {
+          size_t chunk;
+          int channels;
+          double us, messages;
+        };
+        std::vector<Point> grid;
+        double fastest = 1e300;
+        for (int channels = 1; channels <= 8; channels *= 2) {
+          if (channels > 1 && block / channels < (64 << 10)) continue;
+          for (size_t chunk = top; chunk >= (size_t(64) << 10); chunk /= 4) {
+            if (chunk != top && block / chunk > 64) continue;
+            CostInputs ci;
+            ci.kind = CollKind::kAllreduce;
+            ci.bytes = bytes;
+            ci.nranks = ranks;
+            ci.chunk_bytes = chunk;
+            ci.channels = channels;
+            const double us = predict_us(m, Algo::kRing, ci);
+            grid.push_back({chunk, channels, us,
+                            channels * std::max(1.0, std::ceil(block / channels / chunk))});
+            fastest = std::min(fastest, us);
+          }
+        }
+        const std::string where = std::string(platform) + ", " + std::to_string(ranks) +
+                                  " ranks, " + std::to_string(bytes) + " B: " + c.explanation;
+        EXPECT_LE(c.predicted_us, fastest * 1.10 * (1 + 1e-9)) << where;
+        const double picked_messages =
+            c.channels * std::max(1.0, std::ceil(block / c.channels / c.chunk_bytes));
+        for (const Point& g : grid) {
+          if (g.us > fastest * 1.10 * (1 + 1e-9)) continue;
+          EXPECT_FALSE(g.channels < c.channels) << "fewer channels within 10 %: " << where;
+          EXPECT_FALSE(g.channels == c.channels && g.messages < picked_messages)
+              << "fewer messages within 10 %: " << g.chunk << " B chunks, " << where;
+        }
+      }
+    }
+  }
 }
 
 TEST(Tuner, PicksChunksThatLetReductionsOverlapTheWire) {
