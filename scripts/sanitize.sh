@@ -2,10 +2,14 @@
 # Memory checks, each on a build of its own (so not part of scripts/test.sh):
 #   asan      AddressSanitizer + LeakSanitizer over the unit tests and the MPI tests (tcp and shm,
 #             2-4 ranks, and the reliability tests' short runs), in build-asan (CUDA off).
+#   tsan      ThreadSanitizer over the unit tests where threads share engines and transports
+#             (CUDA off, build-tsan), then the MPI_THREAD_MULTIPLE test on tcp and shm; Open MPI
+#             is not built with it, so reports come from its code too: the MPI run fails only on
+#             a report with efacoll code at the top of a stack (tests/sanitize/tsan_ours.awk).
 #   valgrind  memcheck over a short soak (communicators created and freed, registrations on
 #             every call, then MPI_Finalize) with the plain build's libefacoll.so preloaded;
 #             fails on any block definitely lost that efacoll allocated.
-# scripts/sanitize.sh [asan|valgrind|all]   (default all). ASAN_BUILD_DIR, BUILD_DIR, JOBS.
+# scripts/sanitize.sh [asan|tsan|valgrind|all]   (default all). ASAN_BUILD_DIR, BUILD_DIR, JOBS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -38,6 +42,31 @@ run_asan() {
   (cd "$build" && ctest --output-on-failure --timeout 900 -R '^(mpi\.(tcp|shm)\.|reliability\.)' \
      -LE long)
   echo "asan: MPI tests clean in $((SECONDS - t0)) s"
+}
+
+run_tsan() {
+  local build=${TSAN_BUILD_DIR:-build-tsan} prov log bad=0
+  cmake -S . -B "$build" -DEFACOLL_SANITIZE_THREAD=ON -DEFACOLL_CUDA=OFF -DEFACOLL_BUILD_TESTS=ON \
+    >/dev/null
+  cmake --build "$build" -j"${JOBS:-2}" --target efacoll efacoll_unit_tests efacoll_threads_test
+  local t0=$SECONDS
+  TSAN_OPTIONS="halt_on_error=1" "$build/bin/efacoll_unit_tests" --gtest_brief=1 \
+    --gtest_filter='ConcurrentComms.*:Mismatch.*:GiveUp.*:Calibration.*:RingCollectives.*:Hierarchical.*:Channels.*:MultiRail.*'
+  echo "tsan: unit tests clean in $((SECONDS - t0)) s"
+  for prov in tcp shm; do
+    log=$(mktemp)
+    mpiexec --allow-run-as-root --oversubscribe -np 2 \
+      -x LD_PRELOAD="$root/$build/lib/libefacoll.so" -x EFACOLL_PROVIDER=$prov \
+      -x EFACOLL_HOST_BUFFERS=1 -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,tcp \
+      -x OMPI_MCA_mca_base_component_disable_dlclose=1 \
+      -x TSAN_OPTIONS="halt_on_error=0 exitcode=0 history_size=7 suppressions=$root/tests/sanitize/tsan.supp" \
+      "$root/$build/bin/efacoll_threads_test" --threads 4 --calls 150 --max-bytes 262144 >"$log" 2>&1 ||
+      { tail -20 "$log"; bad=1; }
+    grep RESULT "$log" || bad=1
+    awk -f "$root/tests/sanitize/tsan_ours.awk" "$log" | tee /dev/stderr | tail -1 | grep -q '^0 of' ||
+      bad=1
+  done
+  [[ "$bad" == 0 ]]
 }
 
 run_valgrind() {
@@ -75,7 +104,8 @@ run_valgrind() {
 
 case "$what" in
   asan) run_asan ;;
+  tsan) run_tsan ;;
   valgrind) run_valgrind ;;
-  all) run_asan && run_valgrind ;;
-  *) echo "usage: scripts/sanitize.sh [asan|valgrind|all]" >&2; exit 2 ;;
+  all) run_asan && run_tsan && run_valgrind ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|valgrind|all]" >&2; exit 2 ;;
 esac
