@@ -276,10 +276,9 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   // Off the low-latency protocol where peers may be on it (comm_ll_paths.cc).
   const bool watch = in_node && ipc_->ll_usable && !ll;
-  const IpcCallKey key = ipc_call_key(args, plan.ring);
   if (!ll && forced != Algo::kIpc &&
       most_bytes_of_a_rank(args.kind, plan.ring) <= engine_->config_.gpu_host_path_max) {
-    if (watch) watch_ll_peers(args.kind, LlPath::kOther, key);
+    if (watch) watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, plan.ring));
     Status st =
         run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
     stall_check_ = nullptr;
@@ -307,7 +306,10 @@ Status Comm::run_locked(const CollArgs& args) {
     st = run_ipc_ll(a, ll_call);
   } else if (in_node) {
     const bool direct = ipc_direct_possible(a);
-    if (watch) watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds, key);
+    if (watch) {
+      watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds,
+                     ipc_call_key(args, plan.ring));
+    }
     st = direct ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
     stall_check_ = nullptr;
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&

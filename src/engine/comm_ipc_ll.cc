@@ -64,11 +64,7 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
       std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
   if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());
   if (st.code() == Code::kMismatch) {
-    std::string why = describe_mismatch(signature, ll_key_signature(fault.their_key), fault.peer);
-    if (why.empty()) {
-      why = "rank " + std::to_string(fault.peer) + " called with another element count than " +
-            "this rank's " + std::to_string(whole);
-    }
+    std::string why = describe_ll_mismatch(signature, whole, fault.their_key, fault.peer);
     // A peer off the protocol waits in its exchange: this rank's key goes there too.
     IpcCallKey key;
     key.count = whole;

@@ -15,12 +15,18 @@
 
 namespace efacoll {
 
+std::string describe_ll_mismatch(uint32_t signature, uint64_t count, uint32_t their_key, int peer) {
+  std::string why = describe_mismatch(signature, ll_key_signature(their_key), peer);
+  if (!why.empty()) return why;
+  return "rank " + std::to_string(peer) + " called with another element count than this rank's " +
+         std::to_string(count);
+}
+
 Status Comm::read_ll_keys(std::vector<uint64_t>* words) {
   IpcState& s = *ipc_;
   const int parity = static_cast<int>(s.ll_seq & 1);
   words->assign(size_, 0);
-  const uint8_t* keys = s.ll(rank_) + s.ll_region.keys_offset();
-  return s.gpu->copy(words->data(), keys + s.ll_region.key_index(parity, 0) * sizeof(uint64_t),
+  return s.gpu->copy(words->data(), s.ll(rank_) + s.ll_region.key_byte_offset(parity, 0),
                      size_ * sizeof(uint64_t));
 }
 
@@ -33,8 +39,7 @@ void Comm::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
     IpcState& s = *ipc_;
     if (!announced) {
       announced = true;
-      const size_t at = s.ll_region.keys_offset() +
-                        s.ll_region.key_index(static_cast<int>(seq & 1), rank_) * sizeof(uint64_t);
+      const size_t at = s.ll_region.key_byte_offset(static_cast<int>(seq & 1), rank_);
       for (int p = 0; p < size_; ++p) {
         if (p != rank_) EFACOLL_RETURN_IF_ERROR(s.gpu->copy(s.ll(p) + at, &word, sizeof(word)));
       }
@@ -49,15 +54,11 @@ void Comm::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
       if (p == rank_ || (words[p] >> 32) != static_cast<uint32_t>(seq) ||
           ll_key_path(key) != LlPath::kLowLatency)
         continue;
-      std::string why = describe_mismatch(call.signature, ll_key_signature(key), p);
-      if (why.empty()) {
-        why = "rank " + std::to_string(p) + " called with another element count than this " +
-              "rank's " + std::to_string(call.count);
-      }
       return Status(Code::kMismatch,
                     std::string(coll_name(kind)) + " on communicator " + std::to_string(id_) +
-                        ": " + why + " (rank " + std::to_string(p) +
-                        " in the low-latency protocol; every rank must make " + "the same call)");
+                        ": " + describe_ll_mismatch(call.signature, call.count, key, p) +
+                        " (rank " + std::to_string(p) +
+                        " in the low-latency protocol; every rank must make the same call)");
     }
     return Status::ok();
   };

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <list>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct IpcDirectBlob {
   IpcCallKey key;
   int32_t ok;  // its buffers could be exported
 };
+
+// What a peer's low-latency key says differs from this rank's call (signature and whole count),
+// for the error both sides of a mismatch report.
+std::string describe_ll_mismatch(uint32_t signature, uint64_t count, uint32_t their_key, int peer);
 
 struct CollArgs;
 struct RingArgs;

@@ -51,6 +51,10 @@ struct LlRegion {
   EFACOLL_HOST_DEVICE size_t key_index(int parity, int sender) const {
     return static_cast<size_t>(parity) * nranks + sender;
   }
+  // Byte offset of a sender's key slot in the region.
+  size_t key_byte_offset(int parity, int sender) const {
+    return keys_offset() + key_index(parity, sender) * sizeof(uint64_t);
+  }
   EFACOLL_HOST_DEVICE size_t total_bytes() const {
     return keys_offset() + 2 * static_cast<size_t>(nranks) * sizeof(uint64_t);
   }

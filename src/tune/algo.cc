@@ -1,7 +1,6 @@
 #include "tune/algo.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -207,11 +206,8 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
   ci.nranks = in.nranks;
   ci.ranks_per_node = in.ranks_per_node;
   const bool one_node = in.ranks_per_node == 0 || in.ranks_per_node >= in.nranks;
-  const double block = bytes_per_block(in, a);
-  auto messages = [block](const Candidate& c) {
-    return c.channels * std::max(1.0, std::ceil(block / c.channels / c.chunk));
-  };
-  // Per channel count (ascending), its chunks from the fewest messages to the most.
+  // Per channel count (ascending), its chunks from the largest (chunk_options' order): from the
+  // fewest messages to the most.
   std::vector<std::vector<Candidate>> by_channels;
   const std::vector<size_t> chunks = chunk_options(in);
   for (int channels : channel_options(in, a)) {
@@ -224,9 +220,6 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
       ci.channels = channels;
       options.push_back({predict_us(model, a, ci), a, chunk, channels});
     }
-    std::stable_sort(options.begin(), options.end(), [&](const Candidate& x, const Candidate& y) {
-      return messages(x) != messages(y) ? messages(x) < messages(y) : x.chunk > y.chunk;
-    });
     if (!options.empty()) by_channels.push_back(options);
   }
   if (by_channels.empty()) return {0, a, 0, 1};
