@@ -6,7 +6,10 @@
  * tuner's pick and its time, its ratio to the fastest forced one, and the model's error.
  * Usage (library preloaded; host buffers need EFACOLL_HOST_BUFFERS=1): tuner_bench
  * [-c allreduce|allgather|reduce_scatter] [-m host|device] [-b MIN] [-e MAX] [-f FACTOR]
- * [-r REPEATS] */
+ * [-r REPEATS] [-t SECONDS]
+ * -r is the least number of repeats; a size whose repeats took less than -t seconds in all
+ * (default 0: none) gets more, up to 63, so that the cheap small sizes, where ranks sharing
+ * cores swing one algorithm's batch by 1.5x, are judged on a steadier median. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -59,9 +62,15 @@ static int cmp(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+enum { kMaxRepeats = 63 };
+
+static int batch_iters(size_t count) {
+  return count * 4 >= (4u << 20) ? 2 : count * 4 >= (64u << 10) ? 5 : 40;
+}
+
 /* One batch's mean time per call (us), slowest rank. */
 static double batch(void* s, void* r, size_t count, int nranks) {
-  int iters = count * 4 >= (4u << 20) ? 2 : count * 4 >= (64u << 10) ? 5 : 40;
+  const int iters = batch_iters(count);
   PMPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i) call(s, r, count, nranks);
@@ -78,8 +87,9 @@ static double median(double* t, int n) {
 int main(int argc, char** argv) {
   size_t min_bytes = 8, max_bytes = (size_t)1 << 28, factor = 4;
   int repeats = 5, c, device = 0;
+  double budget_s = 0;
   MPI_Init(&argc, &argv);
-  while ((c = getopt(argc, argv, "c:m:b:e:f:r:")) != -1) {
+  while ((c = getopt(argc, argv, "c:m:b:e:f:r:t:")) != -1) {
     if (c == 'm')
       device = !strcmp(optarg, "device");
     else if (c == 'c')
@@ -92,7 +102,11 @@ int main(int argc, char** argv) {
       factor = strtoull(optarg, 0, 10);
     else if (c == 'r')
       repeats = atoi(optarg);
+    else if (c == 't')
+      budget_s = atof(optarg);
   }
+  if (repeats < 1) repeats = 1;
+  if (repeats > kMaxRepeats) repeats = kMaxRepeats;
   int rank, nranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -129,12 +143,12 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     printf(
-        "# tuner_bench: %s, %d ranks, float sum, %s buffers; us = median of %d repeats, slowest "
-        "rank\n",
+        "# tuner_bench: %s, %d ranks, float sum, %s buffers; us = median of %d repeats (more, "
+        "up to %d, while a size's repeats take under %.1f s), slowest rank\n",
         coll == 0   ? "allreduce"
         : coll == 1 ? "allgather"
                     : "reduce_scatter",
-        nranks, device ? "GPU" : "host", repeats);
+        nranks, device ? "GPU" : "host", repeats, kMaxRepeats, budget_s);
     printf("| size (B) |");
     for (int a = 0; a < nspecs; ++a) printf(" %s us (predicted) |", names[a]);
     printf(
@@ -153,7 +167,7 @@ int main(int argc, char** argv) {
      * slow stretch of the machine falls on all of them alike. */
     char spec[6][64];
     const char* got[6];
-    double t[6] = {0}, pred[6] = {0}, samples[6][64], best = 1e300;
+    double t[6] = {0}, pred[6] = {0}, samples[6][kMaxRepeats], best = 1e300;
     int na = 0, idx[6];
     for (int a = 0; a < nspecs; ++a) {
       if (!specs[coll][a][0]) continue;
@@ -170,18 +184,23 @@ int main(int argc, char** argv) {
       set_algo(spec[a]);
       for (int w = 0; w < 3; ++w) call(s, r, count, nranks);
     }
-    for (int k = 0; k < repeats && k < 64; ++k) {
+    /* Batch times are the slowest rank's, the same on every rank: so is the decision to go on. */
+    double spent_s = 0;
+    int done = 0;
+    while (done < kMaxRepeats && (done < repeats || spent_s < budget_s)) {
       for (int a = 0; a <= na; ++a) {
         set_algo(spec[a]);
-        samples[a][k] = batch(s, r, count, nranks);
+        samples[a][done] = batch(s, r, count, nranks);
+        spent_s += samples[a][done] * batch_iters(count) * 1e-6;
         pred[a] = last_pred();
         got[a] = last_algo();
       }
+      ++done;
     }
     double forced_t[5] = {0}, forced_pred[5] = {0};
     int pick_forced = -1;
     for (int a = 0; a < na; ++a) {
-      const double m = median(samples[a], repeats < 64 ? repeats : 64);
+      const double m = median(samples[a], done);
       /* Forced ll where the call does not fit its slots runs as ipc: not a measurement of ll. */
       if (!strcmp(specs[coll][idx[a]], "ll") && strncmp(got[a], "low-latency", 11)) continue;
       forced_t[idx[a]] = m;
@@ -189,7 +208,7 @@ int main(int argc, char** argv) {
       if (m < best) best = m;
       if (!strcmp(got[a], got[na])) pick_forced = idx[a];
     }
-    const double tuned = median(samples[na], repeats < 64 ? repeats : 64);
+    const double tuned = median(samples[na], done);
     const char* pick = got[na];
     const double predicted = pred[na];
     const double choice = pick_forced >= 0 ? forced_t[pick_forced] / best : tuned / best;

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "efacoll/engine.h"
 #include "tune/algo.h"
+#include "tune/cost_model.h"
 
 namespace efacoll {
 
@@ -18,13 +19,13 @@ Status Comm::calibrate_algorithms() {
   if (size_ < 2) return Status::ok();
   // Every power of two: on tcp the time of a pattern jumps between neighbouring sizes (messages
   // past the eager limit wait for the receiver to be scheduled), which a geometric blend of
-  // points four times apart misses by up to 1.8x. The seven sizes cost about 0.2 s on tcp.
+  // points four times apart misses by up to 1.8x.
   static constexpr size_t kSizes[] = {8 << 10,   16 << 10,  32 << 10, 64 << 10,
                                       128 << 10, 256 << 10, 512 << 10};
   // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
   // stretch of the machine then falls on all of them alike, and a median over 15 repeats
   // outlasts it.
-  constexpr int kRepeats = 15, kBatch = 3;
+  constexpr int kRepeats = 15;
   const size_t most = kSizes[std::size(kSizes) - 1];
   std::vector<float> send(most / sizeof(float), 1.f), recv(send.size());
   std::vector<size_t> counts(size_);
@@ -53,6 +54,11 @@ Status Comm::calibrate_algorithms() {
       a.count = kind == CollKind::kAllreduce ? count : count / size_;
       counts.assign(size_, count / size_);
       a.recvcounts = counts.data();
+      // Up to 64 KiB a batch of 3 calls (30-300 us each) lasts less than a scheduling slice where
+      // ranks share cores: at 16 KiB the ratio of two algorithms' medians then ranged 0.5-2.1
+      // over runs. Sized by the prediction instead (3 calls of tcp's 300 us), tcp's small
+      // allgathers missed the fastest algorithm again (12 of 240 points against 7).
+      const int batch = bytes <= (64 << 10) ? 10 : 3;
       std::vector<std::vector<double>> t(algos.size());
       std::vector<double> predicted(algos.size());
       for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
@@ -60,11 +66,11 @@ Status Comm::calibrate_algorithms() {
           engine_->config_.algo = AlgoOverrides();
           engine_->config_.algo.for_kind(kind) = algos[i];
           const auto start = std::chrono::steady_clock::now();
-          for (int b = 0; b < kBatch && st.is_ok(); ++b) st = run_locked(a);
+          for (int b = 0; b < batch && st.is_ok(); ++b) st = run_locked(a);
           const double us =
               std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                   .count() /
-              kBatch;
+              batch;
           if (rep >= 0) t[i].push_back(us);
           predicted[i] = engine_->last_choice_.predicted_us;
         }
@@ -88,14 +94,20 @@ Status Comm::calibrate_algorithms() {
   std::vector<double> all(factors.size() * size_);
   EFACOLL_RETURN_IF_ERROR(
       host_allgather(factors.data(), factors.size() * sizeof(double), all.data()));
+  std::vector<AlgoCorrection> measured;
+  for (size_t i = 0; i < points.size(); ++i) {
+    measured.push_back(
+        {points[i].kind, points[i].algo, static_cast<double>(points[i].bytes), all[i]});
+  }
+  std::vector<AlgoCorrection> smoothed = measured;
+  smooth_corrections(&smoothed);
   std::string text;
   for (size_t i = 0; i < points.size(); ++i) {
-    model_.corrections.push_back(
-        {points[i].kind, points[i].algo, static_cast<double>(points[i].bytes), all[i]});
-    char part[96];
-    std::snprintf(part, sizeof(part), "%s%s %s %zu KiB x%.2f", i ? ", " : "",
+    model_.corrections.push_back(smoothed[i]);
+    char part[112];
+    std::snprintf(part, sizeof(part), "%s%s %s %zu KiB x%.2f (measured x%.2f)", i ? ", " : "",
                   coll_name(points[i].kind), algo_name(points[i].algo, points[i].kind),
-                  points[i].bytes >> 10, all[i]);
+                  points[i].bytes >> 10, smoothed[i].factor, measured[i].factor);
     text += part;
   }
   EFACOLL_INFO(kTune, "communicator %u measured/predicted: %s", id_, text.c_str());

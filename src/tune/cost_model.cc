@@ -258,6 +258,26 @@ double correction(const CostModel& m, CollKind kind, Algo algo, double bytes) {
   return below->factor * std::pow(above->factor / below->factor, t);
 }
 
+void smooth_corrections(std::vector<AlgoCorrection>* points) {
+  std::vector<AlgoCorrection>& all = *points;
+  std::vector<double> smoothed(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    smoothed[i] = all[i].factor;
+    // The nearest points of the same series below and above.
+    const AlgoCorrection *below = nullptr, *above = nullptr;
+    for (const AlgoCorrection& c : all) {
+      if (c.kind != all[i].kind || c.algo != all[i].algo) continue;
+      if (c.bytes < all[i].bytes && (!below || c.bytes > below->bytes)) below = &c;
+      if (c.bytes > all[i].bytes && (!above || c.bytes < above->bytes)) above = &c;
+    }
+    if (!below || !above) continue;
+    double three[3] = {below->factor, all[i].factor, above->factor};
+    std::sort(three, three + 3);
+    smoothed[i] = three[1];
+  }
+  for (size_t i = 0; i < all.size(); ++i) all[i].factor = smoothed[i];
+}
+
 double predict_us(const CostModel& m, Algo algo, const CostInputs& in) {
   const double n = static_cast<double>(in.bytes);
   const bool multi = in.ranks_per_node > 0 && in.ranks_per_node < in.nranks;

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "efacoll/algo.h"
 #include "efacoll/status.h"
@@ -43,6 +44,11 @@ double rate_at(double gbps, double large_gbps, double call_bytes);
 
 // The calibrated factor for an algorithm at a size (1 without calibration points).
 double correction(const CostModel& m, CollKind kind, Algo algo, double bytes);
+
+// Each calibration factor replaced by the median of itself and its neighbours in size (same
+// collective and algorithm; the smallest and largest point keep theirs). Ranks sharing cores
+// put a lone point off by up to 2x; a step between sizes (tcp's eager limit) survives a median.
+void smooth_corrections(std::vector<AlgoCorrection>* points);
 
 // Predicted microseconds of one call with this algorithm (which must apply).
 // - Pipelined algorithms (ring, tree) overlap the wire and the reductions across their chunks:

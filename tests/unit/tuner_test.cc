@@ -306,6 +306,36 @@ TEST(Tuner, NearTiesGoToTheRingOnlyForLargeCalls) {
   }
 }
 
+// Below 1 MiB inside one node, an algorithm predicted within 5 % of the fastest with fewer steps
+// goes first (recursive doubling: 2 steps on 4 ranks, the tree 4); past the margin, or across
+// nodes, where the model prices the links of each step, the prediction decides.
+TEST(Tuner, SmallNearTiesInsideANodeGoToTheFewestSteps) {
+  const size_t bytes = size_t(128) << 10;
+  for (int per_node : {0, 2}) {
+    const int nranks = per_node ? 8 : 4;
+    for (double tree_over_rd : {0.97, 0.90}) {
+      CostModel m = model("local");
+      const AlgoInputs in = call(CollKind::kAllreduce, bytes, nranks, per_node);
+      auto forced_us = [&](const char* algo) {
+        AlgoOverrides forced;
+        EXPECT_TRUE(parse_algo_overrides(algo, &forced).is_ok());
+        return tune_algo(m, in, forced).predicted_us;
+      };
+      const double ring = forced_us("ring"), tree = forced_us("tree"), rd = forced_us("rd");
+      m.corrections = {{CollKind::kAllreduce, Algo::kTree, double(bytes), tree_over_rd * rd / tree},
+                       {CollKind::kAllreduce, Algo::kRing, double(bytes), 1.5 * rd / ring}};
+      ASSERT_NEAR(forced_us("tree"), tree_over_rd * rd, 1e-6 * rd);
+      const TunedChoice c = tune_algo(m, in, AlgoOverrides(), true);
+      if (per_node == 0 && tree_over_rd > 0.95) {
+        EXPECT_EQ(c.algo, Algo::kRecursive) << c.explanation;
+        EXPECT_NE(c.explanation.find("(within 5 %: the fewest steps)"), std::string::npos);
+      } else {
+        EXPECT_NE(c.algo, Algo::kRecursive) << per_node << " " << tree_over_rd << c.explanation;
+      }
+    }
+  }
+}
+
 TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
   const CostModel m = model("local");
   AlgoOverrides forced;
@@ -320,6 +350,21 @@ TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
   const TunedChoice quiet = tune_algo(m, call(CollKind::kAllreduce, 4096, 4), forced);
   EXPECT_EQ(quiet.algo, c.algo);
   EXPECT_EQ(quiet.predicted_us, c.predicted_us);
+}
+
+// A lone point far from its neighbours (a slow stretch of a loaded host) is replaced by the
+// median of the three; a step between sizes stays; the series' ends and other series are kept.
+TEST(CostModel, CalibrationSmoothingDropsALonePointAndKeepsAStep) {
+  std::vector<AlgoCorrection> p = {{CollKind::kAllgather, Algo::kRing, 8192, 1.0},
+                                   {CollKind::kAllgather, Algo::kRing, 16384, 2.1},
+                                   {CollKind::kAllgather, Algo::kRecursive, 16384, 0.5},
+                                   {CollKind::kAllgather, Algo::kRing, 32768, 1.1},
+                                   {CollKind::kAllgather, Algo::kRing, 65536, 1.6},
+                                   {CollKind::kAllgather, Algo::kRing, 131072, 1.7},
+                                   {CollKind::kAllreduce, Algo::kRing, 16384, 9.0}};
+  smooth_corrections(&p);
+  const double want[] = {1.0, 1.1, 0.5, 1.6, 1.6, 1.7, 9.0};
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_DOUBLE_EQ(p[i].factor, want[i]) << "point " << i;
 }
 
 }  // namespace
