@@ -51,6 +51,10 @@ struct CollArgs {
   MemKind recv_mem = MemKind::kHost;
   int device = -1;
   uint64_t send_buffer_id = 0, recv_buffer_id = 0;  // CUDA allocation ids (0: unknown)
+  // This rank takes part only so that its peers stop: an earlier phase of a composite call
+  // failed here. Every message and key it gives carries the poison signature, which no peer's
+  // call matches; the call ends as a mismatch on every rank, sequences kept equal.
+  bool abandoned = false;
 };
 
 struct EngineConfig {
@@ -226,6 +230,7 @@ class Comm {
   Status calibrate();
   Status calibrate_algorithms();
   // comm_hier.cc
+  class PhaseRunner;
   bool hier_gpu_usable(int device);
   bool hier_gpu_fits(const CollArgs& args) const;
   Status run_hier_gpu(const CollArgs& args);

@@ -14,6 +14,12 @@
 namespace efacoll {
 
 uint32_t call_signature(CollKind kind, DType dtype, ROp op, size_t total_count);
+// The signature a call gives its peers: kPoisonSignature for one it takes part in only so that
+// they stop (CollArgs::abandoned).
+inline uint32_t given_signature(bool abandoned, CollKind kind, DType dtype, ROp op,
+                                size_t total_count) {
+  return abandoned ? kPoisonSignature : call_signature(kind, dtype, op, total_count);
+}
 
 // "allreduce of float with max" and, where the counts' bits differ, "a different count";
 // `theirs` from rank `peer` (-1: a peer not known by rank). Empty when they agree.

@@ -49,7 +49,14 @@ class Executor {
         slots_(new OpSlot[s.ops.size()]),
         watch_(s, ctx),
         look_every_(std::clamp<std::chrono::milliseconds>(
-            ctx.timeout / 16, std::chrono::milliseconds(1), std::chrono::milliseconds(100))) {}
+            ctx.timeout / 16, std::chrono::milliseconds(1), std::chrono::milliseconds(100))) {
+    // Taking part only so that the peers stop: the mismatch is known from the start.
+    if (ctx.signature == kPoisonSignature) {
+      mismatch_ = Status(Code::kMismatch, ctx.what +
+                                              ": an earlier phase of this call failed on this "
+                                              "rank; it takes part only so that its peers stop");
+    }
+  }
 
   Status run();
 

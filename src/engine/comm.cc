@@ -74,8 +74,7 @@ TunedChoice choose(const AlgoInputs& in, const EngineConfig& config, const CostM
     TunedChoice c;
     c.algo = choose_algo(in, config.algo);
     c.chunk_bytes = in.chunk_bytes;
-    c.channels =
-        channels_apply(in.kind, c.algo == Algo::kRing, in.inplace) ? std::max(1, in.channels) : 1;
+    c.channels = algo_takes_channels(c.algo, in.kind, in.inplace) ? std::max(1, in.channels) : 1;
     return c;
   }
   if (log_enabled(LogLevel::kTrace, kTune)) {

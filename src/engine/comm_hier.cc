@@ -115,6 +115,27 @@ bool Comm::hier_gpu_fits(const CollArgs& args) const {
   return true;
 }
 
+// The phases of one hierarchical call, on the node and cross-node sub-communicators. Once one
+// fails on this rank, the later ones still run, abandoned: peers that wait in them stop as on a
+// mismatch instead of at EFACOLL_TIMEOUT (a rank of another node whose own phases matched), and
+// every sub-communicator's sequence advances alike on all its ranks. The first error is the
+// call's.
+class Comm::PhaseRunner {
+ public:
+  void run(Comm& sub, CollArgs args) {
+    args.abandoned = !first_.is_ok();
+    local(sub.run_locked(args));
+  }
+  void local(const Status& st) {
+    if (first_.is_ok()) first_ = st;
+  }
+  bool ok() const { return first_.is_ok(); }
+  const Status& result() const { return first_; }
+
+ private:
+  Status first_;
+};
+
 Status Comm::run_hier_gpu(const CollArgs& args) {
   switch (args.kind) {
     case CollKind::kAllgather:
@@ -143,7 +164,8 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   across.recvbuf = h.slice.ptr;
   across.recv_buffer_id = h.slice.buffer_id;
   across.recv_mem = MemKind::kDevice;
-  EFACOLL_RETURN_IF_ERROR(h.cross->run_locked(across));
+  PhaseRunner phases;
+  phases.run(*h.cross, across);
 
   CollArgs inside = across;  // every local rank's bundle: [local][node]
   inside.count = args.count * nodes;
@@ -152,7 +174,8 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   inside.send_mem = MemKind::kDevice;
   inside.recvbuf = h.gathered.ptr;
   inside.recv_buffer_id = h.gathered.buffer_id;
-  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(inside));
+  phases.run(*h.node, inside);
+  EFACOLL_RETURN_IF_ERROR(phases.result());
 
   // [local][node] -> rank order [node][local].
   const auto* gathered = static_cast<const uint8_t*>(h.gathered.ptr);
@@ -174,9 +197,10 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
 
   // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
   auto* gathered = static_cast<uint8_t*>(h.gathered.ptr);
-  for (int l = 0; l < per_node; ++l) {
-    EFACOLL_RETURN_IF_ERROR(gpu->copy_2d(gathered + l * nodes * block, block, input + l * block,
-                                         per_node * block, block, nodes));
+  PhaseRunner phases;
+  for (int l = 0; l < per_node && phases.ok(); ++l) {
+    phases.local(gpu->copy_2d(gathered + l * nodes * block, block, input + l * block,
+                              per_node * block, block, nodes));
   }
   const std::vector<size_t> inside_counts(per_node, count * nodes);
   CollArgs inside = args;
@@ -188,7 +212,7 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   inside.recvbuf = h.slice.ptr;
   inside.recv_buffer_id = h.slice.buffer_id;
   inside.recv_mem = MemKind::kDevice;
-  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(inside));
+  phases.run(*h.node, inside);
 
   // The input is no longer read: in place, the result may now land at the start of recvbuf.
   const std::vector<size_t> across_counts(nodes, count);
@@ -199,7 +223,8 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   across.recvbuf = args.recvbuf;
   across.recv_buffer_id = args.recv_buffer_id;
   across.recv_mem = args.recv_mem;
-  return h.cross->run_locked(across);
+  phases.run(*h.cross, across);
+  return phases.result();
 }
 
 Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
@@ -222,7 +247,8 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   rs.recv_mem = MemKind::kDevice;
   rs.recvbuf = h.slice.ptr;
   rs.recv_buffer_id = h.slice.buffer_id;
-  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(rs));
+  PhaseRunner phases;
+  phases.run(*h.node, rs);
 
   if (blocks[local] > 0) {
     CollArgs ar = args;
@@ -231,7 +257,7 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
     ar.sendbuf = nullptr;
     ar.inplace = true;
     ar.count = blocks[local];
-    EFACOLL_RETURN_IF_ERROR(h.cross->run_locked(ar));
+    phases.run(*h.cross, ar);
   }
 
   // Equal blocks gather straight into the result; uneven ones gather padded, then close up.
@@ -248,7 +274,8 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
     ag.recvbuf = h.gathered.ptr;
     ag.recv_buffer_id = h.gathered.buffer_id;
   }
-  EFACOLL_RETURN_IF_ERROR(h.node->run_locked(ag));
+  phases.run(*h.node, ag);
+  EFACOLL_RETURN_IF_ERROR(phases.result());
   if (even) return Status::ok();
   size_t at = 0;
   for (int q = 0; q < per_node; ++q) {

@@ -102,7 +102,7 @@ bool Comm::ipc_usable(int device) {
 IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring) {
   IpcCallKey key;
   for (size_t c : ring.block_counts) key.count += c;
-  key.signature = call_signature(args.kind, args.dtype, args.op, key.count);
+  key.signature = given_signature(args.abandoned, args.kind, args.dtype, args.op, key.count);
   return key;
 }
 

@@ -53,7 +53,7 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   uint64_t whole = 0;  // the whole vector's elements, as every rank's call names them
   for (int p = 0; p < size_; ++p) whole += call.bytes_to[p] / esize;
   if (args.kind == CollKind::kAllreduce) whole = args.count;
-  const uint32_t signature = call_signature(args.kind, args.dtype, args.op, whole);
+  const uint32_t signature = given_signature(args.abandoned, args.kind, args.dtype, args.op, whole);
   call.key = ll_call_key(signature, whole);
   call.seq = s.ll_seq;
   call.timeout_ns = static_cast<uint64_t>(

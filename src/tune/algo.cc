@@ -51,6 +51,10 @@ Algo& AlgoOverrides::for_kind(CollKind kind) {
                                         : reduce_scatter;
 }
 
+bool algo_takes_channels(Algo a, CollKind kind, bool inplace) {
+  return a != Algo::kHier && channels_apply(kind, a == Algo::kRing, inplace);
+}
+
 Algo AlgoOverrides::for_kind(CollKind kind) const {
   return const_cast<AlgoOverrides*>(this)->for_kind(kind);
 }
@@ -209,7 +213,7 @@ bool too_thin(const AlgoInputs& in, Algo a, int channels) {
 }
 
 std::vector<int> channel_options(const AlgoInputs& in, Algo a) {
-  if (!channels_apply(in.kind, a == Algo::kRing, in.inplace)) return {1};
+  if (!algo_takes_channels(a, in.kind, in.inplace)) return {1};
   if (in.channels > 0) return {in.channels};
   std::vector<int> out;
   for (int c = 1; c <= std::max(1, in.max_channels); c *= 2) out.push_back(c);

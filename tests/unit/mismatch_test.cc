@@ -154,6 +154,57 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
   }
 }
 
+// A rank whose earlier phase of a composite call failed takes part in the next phase abandoned
+// (CollArgs::abandoned): the others, whose calls match each other, stop at once saying a peer
+// stopped trusting the call, not at the timeout, and the communicator then works, exactly.
+void expect_abandoned_call_stops_the_others(const std::string& transport) {
+  constexpr int kN = 3;
+  std::vector<std::string> messages(kN);
+  const auto start = std::chrono::steady_clock::now();
+  auto failures = run_ranks(kN, setup_for(transport), [&](RankContext& ctx) {
+    std::vector<int32_t> in(1000, 1), out(1000, 0);
+    CollArgs a;
+    a.sendbuf = in.data();
+    a.recvbuf = out.data();
+    a.count = in.size();
+    a.dtype = DType::kInt32;
+    a.abandoned = ctx.rank == 1;
+    const Status st = ctx.comm.run(a);
+    if (st.code() != Code::kMismatch)
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
+    messages[ctx.rank] = st.message();
+    std::vector<int32_t> mine(77, ctx.rank + 1), sum(77, 0);
+    a.sendbuf = mine.data();
+    a.recvbuf = sum.data();
+    a.count = mine.size();
+    a.abandoned = false;
+    const Status again = ctx.comm.run(a);
+    if (!again.is_ok() || sum[0] != kN * (kN + 1) / 2 || sum[76] != sum[0])
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + " after: " + again.to_string());
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_LT(seconds, kTimeout.count() / 2) << "stopped by the poison, not the timeout";
+  for (int r : {0, 2}) {
+    // From rank 1, or from a rank that heard from it first.
+    EXPECT_NE(messages[r].find("stopped trusting this call"), std::string::npos)
+        << "rank " << r << ": " << messages[r];
+  }
+  EXPECT_NE(messages[1].find("an earlier phase of this call failed on this rank"),
+            std::string::npos)
+      << messages[1];
+}
+
+TEST(Mismatch, AnAbandonedCallStopsTheOthersAtOnceOverLoopback) {
+  expect_abandoned_call_stops_the_others("loopback");
+}
+
+TEST(Mismatch, AnAbandonedCallStopsTheOthersAtOnceOverTcp) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  expect_abandoned_call_stops_the_others("tcp");
+}
+
 // Rank 1's reduce-scatter messages that no receive of the others' allreduce took stay queued
 // under the failed call's sequence; 64 calls later a reduce-scatter of the same shape reuses it.
 // Every one of the 70 reduce-scatters after the failure (new data each time) must be exact.

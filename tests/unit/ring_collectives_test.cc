@@ -207,6 +207,25 @@ TEST(Hierarchical, AllreduceOnDeclaredNodesMatchesTheReference) {
   }
 }
 
+// The hierarchical schedule runs on one channel, even where EFACOLL_CHANNELS asks for more: its
+// phases' message ids do not leave room for channels (every such call failed to build).
+TEST(Hierarchical, ForcedChannelsLeaveItOnOneChannelAndExact) {
+  for (auto [n, per_node, channels] : {std::make_tuple(4, 2, 2), std::make_tuple(6, 3, 3)}) {
+    RankSetup setup = loopback_setup();
+    setup.node_size = per_node;
+    setup.config.channels = channels;
+    setup.config.algo.allreduce = Algo::kHier;
+    setup.config.chunk_bytes = 8192;
+    expect_no_failures(run_ranks(n, setup, [&](RankContext& c) {
+      for (size_t count : {size_t(60001), size_t(250003)}) {
+        for (bool inplace : {false, true}) {
+          allreduce_case(c.rank, n, c.comm, DType::kFloat32, ROp::kSum, count, inplace, c.failures);
+        }
+      }
+    }));
+  }
+}
+
 // Across declared nodes each channel's ring enters every node at a different rank.
 TEST(Channels, RotatedRingsAcrossDeclaredNodesMatchTheReference) {
   for (auto [n, per_node, channels] : {std::make_tuple(4, 2, 2), std::make_tuple(6, 3, 3),

@@ -336,6 +336,20 @@ TEST(Tuner, SmallNearTiesInsideANodeGoToTheFewestSteps) {
   }
 }
 
+// Across nodes the hierarchical allreduce is weighed on one channel only, whatever the size.
+TEST(Tuner, TheHierarchicalAllreduceTakesOneChannel) {
+  for (const char* platform : {"p5", "p4d"}) {
+    const CostModel m = model(platform);
+    for (size_t bytes : {size_t(1) << 20, size_t(256) << 20, size_t(8) << 30}) {
+      AlgoOverrides forced;
+      ASSERT_TRUE(parse_algo_overrides("hier", &forced).is_ok());
+      const TunedChoice c = tune_algo(m, call(CollKind::kAllreduce, bytes, 32, 8), forced, true);
+      EXPECT_EQ(c.algo, Algo::kHier);
+      EXPECT_EQ(c.channels, 1) << platform << " " << bytes << ": " << c.explanation;
+    }
+  }
+}
+
 TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
   const CostModel m = model("local");
   AlgoOverrides forced;
