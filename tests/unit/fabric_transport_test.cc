@@ -212,7 +212,9 @@ TEST_P(FabricPair, AfterATruncationTheNextMessageStillArrives) {
       ASSERT_TRUE(wait_all({&s2})) << "the next send neither left nor failed";
       if (!w2.done) b_->cancel(&w2);
       ASSERT_TRUE(wait_all({&w2}));
-      if (w2.status.is_ok()) EXPECT_EQ(got, next);
+      if (w2.status.is_ok()) {
+        EXPECT_EQ(got, next);
+      }
     } else {
       ASSERT_TRUE(wait_all({&w2, &s2})) << "the pair stopped after the truncation; send: "
                                         << (s2.done ? s2.status.to_string() : "not done");
