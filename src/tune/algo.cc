@@ -161,8 +161,9 @@ int ceil_log2(int n) {
   return steps;
 }
 
-// The steps one after the other in a call: each waits for a peer. Non-powers of two add the
-// recursive algorithms' fold in and out; the hierarchical call adds its phases.
+// The steps one after the other in a call inside one node (where the tie rule below applies;
+// the hierarchical algorithm never does there): each waits for a peer. Non-powers of two add the
+// recursive algorithms' fold in and out.
 int steps_of(Algo a, const AlgoInputs& in) {
   const int p = in.nranks, lg = ceil_log2(p);
   const bool pow2 = (p & (p - 1)) == 0;
@@ -171,10 +172,6 @@ int steps_of(Algo a, const AlgoInputs& in) {
       return lg + (pow2 ? 0 : 2);
     case Algo::kTree:
       return 2 * lg;
-    case Algo::kHier: {
-      const int l = std::max(1, in.ranks_per_node);
-      return 2 * ceil_log2(l) + ceil_log2((p + l - 1) / l);
-    }
     default:
       return (in.kind == CollKind::kAllreduce ? 2 : 1) * (p - 1);
   }
