@@ -89,6 +89,18 @@ class Executor {
   // Lowest index first: schedules list earlier steps first, so receives are posted in order.
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready_;
   std::vector<uint32_t> deferred_;
+  // The (peer, direction) lanes a full queue turned an operation away from in this pass: the
+  // later operations of that lane wait behind it, so that each peer gets its messages (and its
+  // receives) in schedule order. A provider that answers a sender strictly in order (shm: one
+  // response queue per sender) otherwise let a later step's message, unexpected at the
+  // receiver, hold back the completions of everything sent after it; the sends the receiver
+  // still waited for then found no posting slot, and the ring stalled for good.
+  static constexpr uint64_t kNoLane = UINT64_MAX;
+  static uint64_t lane_of(const Op& op) {
+    if (op.kind != OpKind::kSend && op.kind != OpKind::kRecv) return kNoLane;
+    return static_cast<uint64_t>(op.peer) * 2 + (op.kind == OpKind::kRecv ? 1 : 0);
+  }
+  std::set<uint64_t> turned_away_;
   size_t done_ = 0;
   size_t answered_ = 0;  // receives and local operations completed
   size_t in_flight_ = 0;
@@ -407,13 +419,20 @@ Status Executor::run() {
     // Operations a full queue turned away: retried after progress. Later ones still start
     // (a local reduction, or a send while receives fill their queue).
     deferred_.clear();
+    turned_away_.clear();
     while (!ready_.empty() && error_.is_ok()) {
       // Popped first: an operation that completes at once pushes its successors.
       uint32_t index = ready_.top();
       ready_.pop();
+      const uint64_t lane = lane_of(s_.ops[index]);
+      if (lane != kNoLane && turned_away_.count(lane)) {
+        deferred_.push_back(index);
+        continue;
+      }
       Status st = start(index);
       if (st.code() == Code::kAgain) {
         deferred_.push_back(index);
+        if (lane != kNoLane) turned_away_.insert(lane);
         continue;
       }
       if (!st.is_ok()) error_ = op_error(s_.ops[index], st);

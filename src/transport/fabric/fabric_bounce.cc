@@ -6,8 +6,7 @@
 // receiver's clear-to-send by construction, the messages left two-sided (below
 // EFACOLL_RDMA_THRESHOLD) land in a buffer as long as any of them can be, then are copied out, a
 // longer one reported as a truncation: no receive is ever shorter than its message. Not the default
-// there: on shm the one-sided protocol stalled a 128 MiB ring of 64 KiB chunks on two channels
-// (mpi.shm.np4.two_channels_many_chunks), not understood yet.
+// there. (The stall once seen with it on shm was the executor's posting order: core/executor.cc.)
 #include <rdma/fi_domain.h>
 #include <rdma/fi_tagged.h>
 
