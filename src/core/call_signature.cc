@@ -14,6 +14,7 @@ uint32_t op_of(uint32_t s) { return (s >> 2) & 0xf; }
 
 std::string call_text(uint32_t s) {
   if (s == kPoisonSignature) return "a call it had already found mismatched";
+  if (s == kShortWriteSignature) return "a call of another count";
   const auto kind = static_cast<CollKind>(kind_of(s));
   std::string text =
       std::string(coll_name(kind)) + " of " + dtype_name(static_cast<DType>(dtype_of(s)));
@@ -36,6 +37,8 @@ std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer) {
   if (mine == theirs) return "";
   const std::string who = peer < 0 ? std::string("a peer") : "rank " + std::to_string(peer);
   if (theirs == kPoisonSignature) return who + " stopped trusting this call: a mismatch elsewhere";
+  if (theirs == kShortWriteSignature)
+    return who + " moves another length in this message: a different count there";
   if ((mine >> 2) == (theirs >> 2))
     return who + " called " + call_text(theirs) + " with a different count";
   return who + " called " + call_text(theirs) + ", this rank " + call_text(mine);

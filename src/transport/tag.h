@@ -22,6 +22,11 @@ constexpr uint64_t kSignatureMask = ((uint64_t{1} << kSignatureBits) - 1) << kSi
 // Sent instead of the signature by a rank that has found a mismatch: its later messages carry
 // no valid data, and every receiver stops trusting the call too.
 constexpr uint32_t kPoisonSignature = 0xfff;
+// Sent instead of the signature with a one-sided write cut to, or short of, the length the
+// receiver's clear-to-send asked for: the two calls move different lengths (another count).
+// Unlike poison, it says what differed, so the receiver names it even when the sender's own
+// finding reaches nobody first. (Both have the collective bits 3, which no call has.)
+constexpr uint32_t kShortWriteSignature = 0xffe;
 
 // Notices (core/peer_watch.h): zero-byte messages whose ids lie above every schedule's
 // (core/schedule.h, kMaxMsgId): the reason in 2 bits, then 10 more bits of the call's sequence

@@ -76,7 +76,8 @@ struct Request {
   ClearToSend cts = {};
   uint32_t completion_id = 0;
   void* cts_desc = nullptr;  // registration of this request's cts (FI_MR_LOCAL)
-  bool truncated = false;    // the receiver asked for fewer bytes: sent what fits, poisoned
+  bool truncated = false;    // the receiver asked for another length: sent what fits, marked
+  size_t own_bytes = 0;      // then: the length this side had to send
   // Bounce receive: where the message goes once it is in `bounce`, a buffer of the pool.
   void* dest = nullptr;
   struct Bounce* bounce = nullptr;

@@ -88,9 +88,10 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
 
 Status FabricTransport::on_clear_to_send(Request* r) {
   // A receiver that expects another length is in another call: it still gets what fits, marked
-  // as poison, so that it stops instead of waiting.
+  // as such, so that it stops instead of waiting and says why.
   if (r->cts.bytes != r->bytes) {
     r->truncated = true;
+    r->own_bytes = r->bytes;
     r->bytes = std::min<size_t>(r->bytes, r->cts.bytes);
   }
   r->kind = ReqKind::kWrite;
@@ -98,7 +99,7 @@ Status FabricTransport::on_clear_to_send(Request* r) {
 }
 
 Status FabricTransport::post_write(Request* r) {
-  const uint32_t signature = r->truncated ? kPoisonSignature : tag_signature(r->tag);
+  const uint32_t signature = r->truncated ? kShortWriteSignature : tag_signature(r->tag);
   const uint64_t data = (r->cts.completion_id & kCompletionIdMask) |
                         (static_cast<uint64_t>(signature) << kCompletionIdBits);
   ssize_t rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, data, r->peer, r->cts.addr,

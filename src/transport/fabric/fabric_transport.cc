@@ -296,9 +296,12 @@ Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
       finish_bounce(r, len);
       return Status::ok();
     default:
-      complete(
-          r, r->truncated ? Status(Code::kTruncate, "receiver expects fewer bytes") : Status::ok(),
-          r->bytes);
+      complete(r,
+               r->truncated ? Status(Code::kTruncate,
+                                     "it asked for " + std::to_string(r->cts.bytes) +
+                                         " bytes, this message has " + std::to_string(r->own_bytes))
+                            : Status::ok(),
+               r->bytes);
       return Status::ok();
   }
 }
