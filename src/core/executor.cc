@@ -479,13 +479,10 @@ Status Executor::run() {
       }
     }
     // Calls of different shapes can wait on each other in a circle with nothing left to peek
-    // at: once a mismatch is known and nothing comes, the notices tell the peers instead. Where
-    // no notice reaches them (a provider that cannot peek), giving up would strand a late peer
-    // waiting for our messages: the two-sided schedule runs on, to its end or to the timeout.
-    // (With the one-sided protocol there, running on stalled same-shape calls of 4 ranks over
-    // MPI on shm until the timeout, not understood: those still give up.)
-    const bool give_up_early = watch_.notices_reach() || ctx_.transport->info().rdma;
-    if (!mismatch_.is_ok() && give_up_early && now - last_progress > 2 * look_every_)
+    // at: once a mismatch is known and nothing comes, the notices tell the peers instead.
+    // (Where no notice reaches them, shm, this strands a peer that comes late: it waits out its
+    // timeout. Running on instead made calls of different shapes there wait out the timeout.)
+    if (!mismatch_.is_ok() && now - last_progress > 2 * look_every_)
       return fail_with_cleanup(mismatch_);
     if (now - last_progress > ctx_.timeout) {
       return fail_with_cleanup(

@@ -44,9 +44,6 @@ class PeerWatch {
   void retell();
   bool telling() const { return !untold_.empty(); }
   size_t in_flight() const { return in_flight_; }
-  // Whether waiting ranks learn of notices: not where the first look found that the provider
-  // cannot peek (shm).
-  bool notices_reach() const { return !cannot_peek_; }
   // The provider still holds some of ours: their storage is left to it.
   void abandon();
 
