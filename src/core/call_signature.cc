@@ -14,7 +14,6 @@ uint32_t op_of(uint32_t s) { return (s >> 2) & 0xf; }
 
 std::string call_text(uint32_t s) {
   if (s == kPoisonSignature) return "a call it had already found mismatched";
-  if (s == kShortWriteSignature) return "a call of another count";
   const auto kind = static_cast<CollKind>(kind_of(s));
   std::string text =
       std::string(coll_name(kind)) + " of " + dtype_name(static_cast<DType>(dtype_of(s)));
