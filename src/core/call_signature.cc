@@ -13,7 +13,7 @@ uint32_t dtype_of(uint32_t s) { return (s >> 6) & 0xf; }
 uint32_t op_of(uint32_t s) { return (s >> 2) & 0xf; }
 
 std::string call_text(uint32_t s) {
-  if (s == kPoisonSignature) return "a call it had already found mismatched";
+  if (is_poison(s)) return "a call it had already found mismatched";
   const auto kind = static_cast<CollKind>(kind_of(s));
   std::string text =
       std::string(coll_name(kind)) + " of " + dtype_name(static_cast<DType>(dtype_of(s)));
@@ -32,10 +32,18 @@ uint32_t call_signature(CollKind kind, DType dtype, ROp op, size_t total_count) 
          (op_bits << 2) | static_cast<uint32_t>(mixed >> 62);
 }
 
+bool same_shape(uint32_t mine, uint32_t theirs) {
+  constexpr uint32_t kNoCall = 3;  // the collective bits of poison and of a cut write
+  if (kind_of(mine) == kNoCall || kind_of(theirs) == kNoCall) return false;
+  return kind_of(mine) == kind_of(theirs) && (mine & 3) == (theirs & 3) &&
+         dtype_size(static_cast<DType>(dtype_of(mine))) ==
+             dtype_size(static_cast<DType>(dtype_of(theirs)));
+}
+
 std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer) {
   if (mine == theirs) return "";
   const std::string who = peer < 0 ? std::string("a peer") : "rank " + std::to_string(peer);
-  if (theirs == kPoisonSignature) return who + " stopped trusting this call: a mismatch elsewhere";
+  if (is_poison(theirs)) return who + " stopped trusting this call: a mismatch elsewhere";
   if (theirs == kShortWriteSignature)
     return who + " moves another length in this message: a different count there";
   if ((mine >> 2) == (theirs >> 2))

@@ -21,6 +21,11 @@ inline uint32_t given_signature(bool abandoned, CollKind kind, DType dtype, ROp 
   return abandoned ? kPoisonSignature : call_signature(kind, dtype, op, total_count);
 }
 
+// Whether two calls' messages are the same in number and length, so that each rank's schedule
+// still completes: only the op, or a type of the same size, differs (as far as the count's two
+// bits tell).
+bool same_shape(uint32_t mine, uint32_t theirs);
+
 // "allreduce of float with max" and, where the counts' bits differ, "a different count";
 // `theirs` from rank `peer` (-1: a peer not known by rank). Empty when they agree.
 std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer);

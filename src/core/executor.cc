@@ -52,6 +52,7 @@ class Executor {
             ctx.timeout / 16, std::chrono::milliseconds(1), std::chrono::milliseconds(100))) {
     // Taking part only so that the peers stop: the mismatch is known from the start.
     if (ctx.signature == kPoisonSignature) {
+      same_shape_ = false;
       mismatch_ = Status(Code::kMismatch, ctx.what +
                                               ": an earlier phase of this call failed on this "
                                               "rank; it takes part only so that its peers stop");
@@ -112,6 +113,13 @@ class Executor {
   // marked as poison, so that every peer waiting on this rank learns of it at once and no
   // message is left behind; should it stall, the rank gives up and sends notices instead.
   Status mismatch_;
+  // Whether every mismatch seen so far changes no message (call_signature.h, same_shape): then
+  // every message of the schedule still comes, and the rank waits for them as for any call
+  // (up to the timeout) instead of giving up after two looks. Giving up there stranded a peer
+  // still on its way (a rank late to the call, or a first message held up by the provider's
+  // connection setup): where no notice reaches it (shm) it waited out its timeout, and its
+  // untaken messages, which shm completes in order, failed the next call too.
+  bool same_shape_ = true;
   // While nothing arrives: looks for messages of another call and for peers' notices.
   PeerWatch watch_;
   const std::chrono::milliseconds look_every_;
@@ -159,8 +167,11 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes) {
   std::string why;
   const uint32_t theirs = tag_signature(slot.tag);  // a receive's: as sent, or as posted
+  const bool shape_kept =
+      status.is_ok() && bytes == op.bytes &&
+      (theirs == kSameShapePoisonSignature || same_shape(ctx_.signature, theirs));
   if (status.code() == Code::kTruncate && op.kind == OpKind::kRecv && theirs != ctx_.signature &&
-      theirs != kPoisonSignature) {
+      !is_poison(theirs)) {
     // Too long, and of another call: the call says more than the length.
     why = describe_mismatch(ctx_.signature, theirs, op.peer);
   } else if (status.code() == Code::kTruncate) {
@@ -172,7 +183,7 @@ bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status
     return false;
   } else if (theirs != ctx_.signature) {
     // A two-sided send reports its own tag: poison there is ours, already noted.
-    if (op.kind == OpKind::kSend && theirs == kPoisonSignature) return true;
+    if (op.kind == OpKind::kSend && is_poison(theirs)) return true;
     why = describe_mismatch(ctx_.signature, theirs, op.peer);
   } else if (op.kind == OpKind::kRecv && bytes != op.bytes) {
     why = "expected " + std::to_string(op.bytes) + " bytes from rank " + std::to_string(op.peer) +
@@ -180,6 +191,7 @@ bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status
   } else {
     return false;
   }
+  same_shape_ = same_shape_ && shape_kept;
   if (mismatch_.is_ok()) {
     mismatch_ = Status(Code::kMismatch, ctx_.what + ": step " + std::to_string(op.step) + ": " +
                                             why + " (every rank must make the same call)");
@@ -252,7 +264,9 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
     case OpKind::kRecv: {
       PeerAddr peer = (*ctx_.peers)[op.peer];
       const int sender = op.kind == OpKind::kSend ? ctx_.rank : op.peer;
-      const uint32_t signature = mismatch_.is_ok() ? ctx_.signature : kPoisonSignature;
+      const uint32_t signature = mismatch_.is_ok() ? ctx_.signature
+                                 : same_shape_     ? kSameShapePoisonSignature
+                                                   : kPoisonSignature;
       const uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id, signature);
       slot->ignore = kSignatureMask;
       return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
@@ -479,10 +493,8 @@ Status Executor::run() {
       }
     }
     // Calls of different shapes can wait on each other in a circle with nothing left to peek
-    // at: once a mismatch is known and nothing comes, the notices tell the peers instead.
-    // (Where no notice reaches them, shm, this strands a peer that comes late: it waits out its
-    // timeout. Running on instead made calls of different shapes there wait out the timeout.)
-    if (!mismatch_.is_ok() && now - last_progress > 2 * look_every_)
+    // at: once such a mismatch is known and nothing comes, the notices tell the peers instead.
+    if (!mismatch_.is_ok() && !same_shape_ && now - last_progress > 2 * look_every_)
       return fail_with_cleanup(mismatch_);
     if (now - last_progress > ctx_.timeout) {
       return fail_with_cleanup(

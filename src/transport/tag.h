@@ -25,8 +25,15 @@ constexpr uint32_t kPoisonSignature = 0xfff;
 // Sent instead of the signature with a one-sided write cut to, or short of, the length the
 // receiver's clear-to-send asked for: the two calls move different lengths (another count).
 // Unlike poison, it says what differed, so the receiver names it even when the sender's own
-// finding reaches nobody first. (Both have the collective bits 3, which no call has.)
+// finding reaches nobody first. (All three have the collective bits 3, which no call has.)
 constexpr uint32_t kShortWriteSignature = 0xffe;
+// Poison from a rank whose mismatch changes no message (another op, or a type of the same size,
+// core/call_signature.h): every message of the schedule still comes, so its receivers run their
+// schedules to the end as it does, instead of giving up and stranding a peer still on its way.
+constexpr uint32_t kSameShapePoisonSignature = 0xffd;
+inline bool is_poison(uint32_t signature) {
+  return signature == kPoisonSignature || signature == kSameShapePoisonSignature;
+}
 
 // Notices (core/peer_watch.h): zero-byte messages whose ids lie above every schedule's
 // (core/schedule.h, kMaxMsgId): the reason in 2 bits, then 10 more bits of the call's sequence

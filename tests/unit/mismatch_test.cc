@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "core/call_signature.h"
 #include "reference.h"
@@ -182,6 +183,42 @@ TEST(Mismatch, ACountOnlyTheLengthsShowIsNamedOverOneSidedWrites) {
   }
 }
 
+// A rank late to a mismatched call whose messages keep their shape (another op): the ranks that
+// found the mismatch run their schedules on until it comes, since every message still does.
+// Giving up after two looks stranded it where no notice reaches (shm): it waited out its timeout
+// for messages never sent, and the next call failed behind the untaken ones.
+void expect_late_peer_waited_for(const std::string& transport) {
+  constexpr int kN = 3;
+  const Case& op = kCases[0];
+  std::vector<std::string> messages(kN);
+  const auto start = std::chrono::steady_clock::now();
+  RankSetup setup = setup_for(transport);
+  setup.fabric.protocol = Protocol::kSendRecv;
+  auto failures = run_ranks(kN, setup, [&](RankContext& ctx) {
+    if (ctx.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const Status st = run_call(ctx.comm, kN, ctx.rank == 1 ? op.odd : Call{});
+    messages[ctx.rank] = st.message();
+    if (st.code() != Code::kMismatch)
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
+    const std::string after = next_call_failure(ctx.comm, ctx.rank, kN);
+    if (!after.empty()) ctx.failures->push_back(after);
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_LT(seconds, kTimeout.count() / 2) << ::testing::PrintToString(messages);
+}
+
+TEST(Mismatch, ASameShapeMismatchWaitsForALatePeerOverShm) {
+  if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
+  expect_late_peer_waited_for("shm");
+}
+
+TEST(Mismatch, ASameShapeMismatchWaitsForALatePeerOverTcp) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  expect_late_peer_waited_for("tcp");
+}
+
 // A rank whose earlier phase of a composite call failed takes part in the next phase abandoned
 // (CollArgs::abandoned): the others, whose calls match each other, stop at once saying a peer
 // stopped trusting the call, not at the timeout, and the communicator then works, exactly.
@@ -296,9 +333,29 @@ TEST(Mismatch, SignatureNamesTheDifference) {
             call_signature(CollKind::kAllgather, DType::kInt8, ROp::kMax, 5))
       << "allgather has no op";
   EXPECT_NE(describe_mismatch(sum, kPoisonSignature, 3).find("rank 3"), std::string::npos);
+  EXPECT_NE(describe_mismatch(sum, kSameShapePoisonSignature, 3).find("stopped trusting"),
+            std::string::npos);
   EXPECT_NE(describe_mismatch(sum, kShortWriteSignature, 3).find("a different count"),
             std::string::npos)
       << "a write cut to the receiver's length says what differed";
+}
+
+TEST(Mismatch, SameShapeMeansTheSameMessages) {
+  auto sig = [](CollKind kind, DType dtype, ROp op, size_t count) {
+    return call_signature(kind, dtype, op, count);
+  };
+  const uint32_t sum = sig(CollKind::kAllreduce, DType::kInt32, ROp::kSum, 1000);
+  EXPECT_TRUE(same_shape(sum, sig(CollKind::kAllreduce, DType::kInt32, ROp::kMax, 1000)));
+  EXPECT_TRUE(same_shape(sum, sig(CollKind::kAllreduce, DType::kFloat32, ROp::kSum, 1000)));
+  EXPECT_FALSE(same_shape(sum, sig(CollKind::kAllreduce, DType::kFloat64, ROp::kSum, 1000)))
+      << "another element size: other lengths";
+  EXPECT_FALSE(same_shape(sum, sig(CollKind::kAllgather, DType::kInt32, ROp::kSum, 1000)));
+  // Counts whose two signature bits differ.
+  size_t other = 1001;
+  while ((sig(CollKind::kAllreduce, DType::kInt32, ROp::kSum, other) & 3) == (sum & 3)) ++other;
+  EXPECT_FALSE(same_shape(sum, sig(CollKind::kAllreduce, DType::kInt32, ROp::kSum, other)));
+  for (uint32_t mark : {kPoisonSignature, kSameShapePoisonSignature, kShortWriteSignature})
+    EXPECT_FALSE(same_shape(sum, mark)) << std::hex << mark;
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ Status FabricTransport::bounce_recv(void* buf, size_t bytes, uint64_t tag, Compl
     }
     b->mr = static_cast<fid_mr*>(region.handle);
   }
-  ssize_t rc = fi_trecv(ep_.get(), b->mem.get(), bounce_bytes_, b->mr ? fi_mr_desc(b->mr) : nullptr,
-                        FI_ADDR_UNSPEC, tag, c->ignore, &r->context);
+  ssize_t rc = post_trecv(b->mem.get(), bounce_bytes_, b->mr ? fi_mr_desc(b->mr) : nullptr, tag,
+                          c->ignore, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");

@@ -126,6 +126,15 @@ class FabricTransport : public Transport {
   Status on_completion(Request* r, size_t len, uint64_t tag);
   Status read_cq_error(int* completed);
 
+  // fabric_tags.cc: every tagged send and receive goes through these.
+  ssize_t post_tsend(const void* buf, size_t len, void* desc, fi_addr_t peer, uint64_t tag,
+                     void* context);
+  ssize_t post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag);
+  ssize_t post_trecv(void* buf, size_t len, void* desc, uint64_t tag, uint64_t ignore,
+                     void* context);
+  // The tag as its sender posted it, from a receive's completion.
+  uint64_t arrived_tag(uint64_t tag, uint64_t flags, uint64_t data) const;
+
   // fabric_bounce.cc
   void plan_bounce();
   Status bounce_recv(void* buf, size_t bytes, uint64_t tag, Completion* completion);
@@ -153,6 +162,10 @@ class FabricTransport : public Transport {
   uint64_t mr_mode_ = 0;
   bool peek_unsupported_ = false;
   bool truncation_stops_ = false;
+  // shm (libfabric 1.17) matches a message that arrived before its receive only on the whole
+  // tag, whatever the receive's ignore mask: a message of a mismatched call (another signature)
+  // would then never be taken. The signature bits travel as CQ data instead (fabric_tags.cc).
+  bool signature_in_data_ = false;
   // Two-sided receives go through bounce buffers of this size (0: straight to their buffers).
   size_t bounce_bytes_ = 0;
   std::vector<std::unique_ptr<Bounce>> bounces_;  // all, for closing

@@ -78,8 +78,8 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
   r->peer = peer;
   r->truncated = false;
   completion->tag = r->tag = tag;
-  ssize_t rc = fi_trecv(ep_.get(), &r->cts, sizeof(ClearToSend), r->cts_desc, FI_ADDR_UNSPEC, tag,
-                        completion->ignore, &r->context);
+  ssize_t rc =
+      post_trecv(&r->cts, sizeof(ClearToSend), r->cts_desc, tag, completion->ignore, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -143,7 +143,7 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
     r->completion_id = cts.completion_id = next_completion_id_;
     awaited_writes_[cts.completion_id] = r;
   }
-  ssize_t rc = fi_tinject(ep_.get(), &cts, sizeof(cts), peer, tag);
+  ssize_t rc = post_tinject(&cts, sizeof(cts), peer, tag);
   if (rc == 0) return Status::ok();
   {
     std::lock_guard<std::mutex> lock(mutex_);

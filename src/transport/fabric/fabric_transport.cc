@@ -63,6 +63,7 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   peek_unsupported_ = info_.provider == "shm";
   // And a message longer than its receive stops it for good (fabric_bounce.cc).
   truncation_stops_ = info_.provider == "shm";
+  signature_in_data_ = info_.provider == "shm" && fi->domain_attr->cq_data_size >= 2;
   if (fi->tx_attr->size && fi->rx_attr->size)
     info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
@@ -226,14 +227,14 @@ Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint6
   ssize_t rc;
   if (bytes <= info_.inject_size) {
     // Inject: the buffer is reusable on return and no completion is generated.
-    rc = fi_tinject(ep_.get(), buf, bytes, peer, tag);
+    rc = post_tinject(buf, bytes, peer, tag);
     if (rc == 0) {
       r->kind = ReqKind::kInjected;
       defer(r, Status::ok());
       return Status::ok();
     }
   } else {
-    rc = fi_tsend(ep_.get(), buf, bytes, region ? region->desc : nullptr, peer, tag, &r->context);
+    rc = post_tsend(buf, bytes, region ? region->desc : nullptr, peer, tag, &r->context);
     if (rc == 0) return Status::ok();
   }
   put_request(r);
@@ -250,9 +251,8 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   if (bounce_bytes_ > 0) return bounce_recv(buf, bytes, tag, completion);
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
   r->tag = tag;
-  // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
-  ssize_t rc = fi_trecv(ep_.get(), buf, bytes, region ? region->desc : nullptr, FI_ADDR_UNSPEC, tag,
-                        completion->ignore, &r->context);
+  ssize_t rc =
+      post_trecv(buf, bytes, region ? region->desc : nullptr, tag, completion->ignore, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -325,9 +325,11 @@ Status FabricTransport::read_cq_error(int* completed) {
     st =
         Status(Code::kFabric, std::string(fi_strerror(code)) + " (" + (detail ? detail : "") + ")");
   }
-  if ((err.flags & FI_REMOTE_CQ_DATA) || err.op_context == nullptr) return st;
+  if (err.op_context == nullptr || ((err.flags & FI_REMOTE_CQ_DATA) && !(err.flags & FI_RECV)))
+    return st;
   auto* r = static_cast<Request*>(err.op_context);
-  if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv) r->completion->tag = err.tag;
+  if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv)
+    r->completion->tag = arrived_tag(err.tag, err.flags, err.data);
   complete(r, st, err.len);
   ++*completed;
   return Status::ok();
@@ -356,11 +358,12 @@ Status FabricTransport::progress(int* completed) {
     if (n < 0) return fabric_error("fi_cq_read", static_cast<int>(n));
     for (ssize_t i = 0; i < n; ++i) {
       // A remote write's completion carries our id in its data, not a context of ours.
-      if (entries[i].flags & FI_REMOTE_CQ_DATA) {
-        on_remote_write(entries[i].data);
+      const fi_cq_tagged_entry& e = entries[i];
+      if ((e.flags & FI_REMOTE_CQ_DATA) && !(e.flags & FI_RECV)) {
+        on_remote_write(e.data);
       } else {
-        EFACOLL_RETURN_IF_ERROR(on_completion(static_cast<Request*>(entries[i].op_context),
-                                              entries[i].len, entries[i].tag));
+        EFACOLL_RETURN_IF_ERROR(on_completion(static_cast<Request*>(e.op_context), e.len,
+                                              arrived_tag(e.tag, e.flags, e.data)));
       }
     }
     *completed += static_cast<int>(n);

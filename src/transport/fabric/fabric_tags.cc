@@ -1,0 +1,46 @@
+// Tagged sends and receives as the provider gets them. Where it cannot be trusted to apply a
+// receive's ignore mask to a message that arrived first (signature_in_data_: shm 1.17 compares
+// the whole tag then, so a message from a rank in a mismatched call waited unexpected for good
+// and both ranks stalled), the call signature leaves the tag: it travels as CQ data, receives
+// match the rest of the tag exactly, and each completion puts the signature back.
+#include <rdma/fi_tagged.h>
+
+#include "transport/fabric/fabric_endpoint.h"
+#include "transport/tag.h"
+
+namespace efacoll {
+namespace {
+
+uint64_t signature_data(uint64_t tag) { return tag_signature(tag); }
+uint64_t without_signature(uint64_t tag) { return tag & ~kSignatureMask; }
+
+}  // namespace
+
+ssize_t FabricTransport::post_tsend(const void* buf, size_t len, void* desc, fi_addr_t peer,
+                                    uint64_t tag, void* context) {
+  if (!signature_in_data_) return fi_tsend(ep_.get(), buf, len, desc, peer, tag, context);
+  return fi_tsenddata(ep_.get(), buf, len, desc, signature_data(tag), peer, without_signature(tag),
+                      context);
+}
+
+ssize_t FabricTransport::post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag) {
+  if (!signature_in_data_) return fi_tinject(ep_.get(), buf, len, peer, tag);
+  return fi_tinjectdata(ep_.get(), buf, len, signature_data(tag), peer, without_signature(tag));
+}
+
+ssize_t FabricTransport::post_trecv(void* buf, size_t len, void* desc, uint64_t tag,
+                                    uint64_t ignore, void* context) {
+  // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
+  if (signature_in_data_) {
+    tag = without_signature(tag);
+    ignore &= ~kSignatureMask;
+  }
+  return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, context);
+}
+
+uint64_t FabricTransport::arrived_tag(uint64_t tag, uint64_t flags, uint64_t data) const {
+  if (!signature_in_data_ || !(flags & FI_REMOTE_CQ_DATA)) return tag;
+  return without_signature(tag) | ((data << kSignatureShift) & kSignatureMask);
+}
+
+}  // namespace efacoll
