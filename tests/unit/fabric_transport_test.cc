@@ -160,10 +160,8 @@ TEST_P(FabricPair, TooLongMessageIsReportedAsTruncation) {
     EXPECT_EQ(w.bytes, small.size());
     EXPECT_EQ(small[0], 'x');
   } else {
+    // udp;ofi_rxd reports none itself: the sender's length in the CQ data shows it.
     ASSERT_TRUE(wait_all({&w}));
-    if (provider() == "udp" && w.status.is_ok()) {
-      GTEST_SKIP() << "udp;ofi_rxd delivers " << w.bytes << " bytes without reporting truncation";
-    }
     EXPECT_EQ(w.status.code(), Code::kTruncate) << w.status.to_string();
     wait_all({&s});
   }

@@ -123,7 +123,7 @@ class FabricTransport : public Transport {
   void put_request(Request* r);
   void complete(Request* r, const Status& status, size_t bytes);
   void defer(Request* r, const Status& status);
-  Status on_completion(Request* r, size_t len, uint64_t tag);
+  Status on_completion(Request* r, size_t len, uint64_t tag, size_t sent);
   Status read_cq_error(int* completed);
 
   // fabric_tags.cc: every tagged send and receive goes through these.
@@ -134,6 +134,9 @@ class FabricTransport : public Transport {
                      void* context);
   // The tag as its sender posted it, from a receive's completion.
   uint64_t arrived_tag(uint64_t tag, uint64_t flags, uint64_t data) const;
+  // The length the sender sent, where the CQ data carries it (else `len`, what arrived).
+  size_t sent_length(uint64_t flags, uint64_t data, size_t len) const;
+  uint64_t cq_data(uint64_t tag, size_t len) const;
 
   // fabric_bounce.cc
   void plan_bounce();
@@ -166,6 +169,10 @@ class FabricTransport : public Transport {
   // tag, whatever the receive's ignore mask: a message of a mismatched call (another signature)
   // would then never be taken. The signature bits travel as CQ data instead (fabric_tags.cc).
   bool signature_in_data_ = false;
+  // udp;ofi_rxd (1.17) delivers the first bytes of a message longer than its receive and reports
+  // no truncation: ranks in calls of other counts would then take part of a message as all of
+  // it. The sender's length travels as CQ data too, and such a receive reports the truncation.
+  bool length_in_data_ = false;
   // Two-sided receives go through bounce buffers of this size (0: straight to their buffers).
   size_t bounce_bytes_ = 0;
   std::vector<std::unique_ptr<Bounce>> bounces_;  // all, for closing

@@ -64,6 +64,7 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   // And a message longer than its receive stops it for good (fabric_bounce.cc).
   truncation_stops_ = info_.provider == "shm";
   signature_in_data_ = info_.provider == "shm" && fi->domain_attr->cq_data_size >= 2;
+  length_in_data_ = info_.provider.rfind("udp", 0) == 0 && fi->domain_attr->cq_data_size >= 8;
   if (fi->tx_attr->size && fi->rx_attr->size)
     info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
@@ -281,7 +282,7 @@ Status FabricTransport::peek(PeerAddr, uint64_t tag, uint64_t ignore, Completion
 }
 
 // A request's CQ entry arrived (two-sided, or a step of the one-sided protocol).
-Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
+Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag, size_t sent) {
   switch (r->kind) {
     case ReqKind::kAwaitCts:
       r->completion->tag = tag;
@@ -289,6 +290,14 @@ Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag) {
     case ReqKind::kRecv:
     case ReqKind::kPeek:
       r->completion->tag = tag;
+      if (r->kind == ReqKind::kRecv && sent > len) {
+        complete(r,
+                 Status(Code::kTruncate, "message of " + std::to_string(sent) +
+                                             " bytes, longer than its receive (" +
+                                             std::to_string(len) + ")"),
+                 len);
+        return Status::ok();
+      }
       complete(r, Status::ok(), len);
       return Status::ok();
     case ReqKind::kBounceRecv:
@@ -363,7 +372,8 @@ Status FabricTransport::progress(int* completed) {
         on_remote_write(e.data);
       } else {
         EFACOLL_RETURN_IF_ERROR(on_completion(static_cast<Request*>(e.op_context), e.len,
-                                              arrived_tag(e.tag, e.flags, e.data)));
+                                              arrived_tag(e.tag, e.flags, e.data),
+                                              sent_length(e.flags, e.data, e.len)));
       }
     }
     *completed += static_cast<int>(n);
