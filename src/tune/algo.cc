@@ -155,28 +155,6 @@ constexpr size_t kMinChunkBytes = size_t(64) << 10;
 constexpr size_t kRingTieBytes = size_t(1) << 20;
 constexpr double kLatencyTieMargin = 0.05;
 
-int ceil_log2(int n) {
-  int steps = 0;
-  while ((1 << steps) < n) ++steps;
-  return steps;
-}
-
-// The steps one after the other in a call inside one node (where the tie rule below applies;
-// the hierarchical algorithm never does there): each waits for a peer. Non-powers of two add the
-// recursive algorithms' fold in and out.
-int steps_of(Algo a, const AlgoInputs& in) {
-  const int p = in.nranks, lg = ceil_log2(p);
-  const bool pow2 = (p & (p - 1)) == 0;
-  switch (a) {
-    case Algo::kRecursive:
-      return lg + (pow2 ? 0 : 2);
-    case Algo::kTree:
-      return 2 * lg;
-    default:
-      return (in.kind == CollKind::kAllreduce ? 2 : 1) * (p - 1);
-  }
-}
-
 std::vector<size_t> chunk_options(const AlgoInputs& in) {
   if (in.chunk_forced) return {std::min(in.chunk_bytes, in.max_chunk_bytes)};
   // Up to 4 MiB, or as large as keeps a whole-vector algorithm at 64 chunks.
@@ -318,7 +296,8 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
     size_t fewest = 0;
     for (size_t i = 1; i < ranked.size(); ++i) {
       if (ranked[i].us <= ranked[0].us * (1 + kLatencyTieMargin) &&
-          steps_of(ranked[i].algo, in) < steps_of(ranked[fewest].algo, in))
+          latency_steps(ranked[i].algo, in.kind, in.nranks) <
+              latency_steps(ranked[fewest].algo, in.kind, in.nranks))
         fewest = i;
     }
     std::rotate(ranked.begin(), ranked.begin() + fewest, ranked.begin() + fewest + 1);

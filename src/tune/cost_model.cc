@@ -4,7 +4,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <vector>
+
+#include "coll/fold.h"
 
 namespace efacoll {
 
@@ -157,6 +161,51 @@ Links links_for(const CostModel& m, Algo algo, const CostInputs& in) {
   return {&m.inter, std::max(crossing * inter, intra)};
 }
 
+// Recursive doubling where p is not a power of two (coll/fold.h): the ranks past the largest
+// power of two q fold into ranks 0.. first and get the result back last, but the exchanges do not
+// all wait for the fold: in each pair of the first step, a rank that had nothing folded in sends at
+// once. So a step runs on each rank as soon as its own and its partner's data are there (one
+// latency per message, nothing else costs): between floor(log2 p) + 1 and + 2 steps (3 ranks: 2; 7:
+// 4).
+int doubling_steps_with_fold(int p) {
+  static std::mutex mutex;
+  static std::map<int, int> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(p);
+  if (it != known.end()) return it->second;
+  const Fold fold = fold_of(p);
+  const int q = fold.p, extra = fold.extra;
+  std::vector<int> ready(q), next(q);
+  for (int r = 0; r < q; ++r) ready[r] = r < extra ? 1 : 0;
+  for (int bit = 1; bit < q; bit *= 2) {
+    for (int r = 0; r < q; ++r) next[r] = std::max(ready[r], ready[r ^ bit] + 1);
+    ready.swap(next);
+  }
+  int finish = 0;
+  for (int r = 0; r < q; ++r) finish = std::max(finish, ready[r] + (r < extra ? 1 : 0));
+  return known[p] = finish;
+}
+
+}  // namespace
+
+int latency_steps(Algo algo, CollKind kind, int p) {
+  if (p <= 1) return 0;
+  const int lg = static_cast<int>(log2_floor(p));
+  const bool pow2 = (p & (p - 1)) == 0;
+  switch (algo) {
+    case Algo::kRecursive:
+      // Recursive halving (reduce-scatter) sends its blocks only after the fold.
+      if (!pow2 && kind != CollKind::kReduceScatter) return doubling_steps_with_fold(p);
+      return lg + (pow2 ? 0 : 2);
+    case Algo::kTree:
+      return 2 * lg;
+    default:
+      return (kind == CollKind::kAllreduce ? 2 : 1) * (p - 1);
+  }
+}
+
+namespace {
+
 // Time of `steps` latencies, `wire` microseconds on the link, `messages` of `msg` bytes posted,
 // `reduced` bytes through the reduction. Pipelined over `pieces` chunks (the ring, the tree),
 // the slower of wire and reduction counts whole and the other once per piece; recursive steps
@@ -190,27 +239,27 @@ double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
         // Both trees pipelined: about 2n in and out per rank, plus filling 2 x depth stages.
         const double tchunk = static_cast<double>(
             tree_chunk_bytes(static_cast<size_t>(n / channels), static_cast<size_t>(chunk)));
-        const double depth = lg, fill = std::min(tchunk, n / 2);
+        const double depth = latency_steps(algo, in.kind, p) / 2, fill = std::min(tchunk, n / 2);
         const double tpieces = channels * std::ceil(n / channels / tchunk);
         return cost(m, link, n, std::min(tchunk, n / 2 / channels), 2 * depth,
                     wire(2 * n + 2 * depth * fill), 3 * tpieces, n, tpieces);
       }
       if (algo == Algo::kRecursive) {
-        const double steps = lg + (pow2 ? 0 : 2);
+        const double steps = latency_steps(algo, in.kind, p);
         return cost(m, link, n, n / channels, steps, wire(steps * n), steps * channels, lg * n);
       }
       return cost(m, link, n, msg, 2 * (p - 1), wire(2 * (p - 1) * block), 2 * (p - 1) * pieces,
                   (p - 1) * block, pieces);
     case CollKind::kAllgather:
       if (algo == Algo::kRecursive) {
-        return cost(m, link, n, n / 2, lg + (pow2 ? 0 : 2),
+        return cost(m, link, n, n / 2, latency_steps(algo, in.kind, p),
                     wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces, 0);
       }
       return cost(m, link, n, msg, p - 1, wire((p - 1) * block), (p - 1) * pieces, 0, pieces);
     default:  // reduce-scatter
       if (algo == Algo::kRecursive) {
         // Plus the accumulator's initial copy (counted with the reductions).
-        return cost(m, link, n, n / 2, lg + (pow2 ? 0 : 2),
+        return cost(m, link, n, n / 2, latency_steps(algo, in.kind, p),
                     wire((p - 1) * block + (pow2 ? 0 : n + block)), (p - 1) * pieces,
                     n + (p - 1) * block);
       }

@@ -50,6 +50,11 @@ double correction(const CostModel& m, CollKind kind, Algo algo, double bytes);
 // put a lone point off by up to 2x; a step between sizes (tcp's eager limit) survives a median.
 void smooth_corrections(std::vector<AlgoCorrection>* points);
 
+// The steps of a flat algorithm on p ranks that each wait for a peer, one after the other:
+// ring 2(p-1) (allreduce) or p-1; tree 2 x its depth, floor(log2 p); recursive doubling or
+// halving floor(log2 p), plus the fold in and out where p is not a power of two.
+int latency_steps(Algo algo, CollKind kind, int p);
+
 // Predicted microseconds of one call with this algorithm (which must apply).
 // - Pipelined algorithms (ring, tree) overlap the wire and the reductions across their chunks:
 //   with K chunks per block (all channels together) the slower counts whole and the other 1/K,

@@ -133,5 +133,28 @@ TEST(ScheduleSimulation, ModelAndSchedulesAgreeWithinAFactorOfTwo) {
   }
 }
 
+// The tuner's step counts (latency_steps: its tie rule, and the model's latency term) against
+// the schedules themselves: with every cost but a message's latency set to nothing, a call of a
+// few bytes takes one latency per step that waits for a peer, at powers of two and between them.
+TEST(ScheduleSimulation, LatencyStepsAreTheSchedulesOwn) {
+  CostModel m;
+  m.intra = {1.0, 1e9};
+  m.per_message_us = 0;
+  m.reduce_gbps = 1e9;
+  for (const Named& b : builders()) {
+    const std::string name = b.name;
+    if (name.find("hier") != std::string::npos || name.find("channels") != std::string::npos)
+      continue;
+    const Algo algo = name.find("ring") == 0   ? Algo::kRing
+                      : name.find("tree") == 0 ? Algo::kTree
+                                               : Algo::kRecursive;
+    for (int n : {2, 3, 4, 5, 6, 7, 8, 12, 13, 16}) {
+      SimResult res;
+      ASSERT_TRUE(simulate_schedules(schedules(b, n, n, false, 256), m.intra, m, &res).is_ok());
+      EXPECT_NEAR(res.finish_us, latency_steps(algo, b.kind, n), 0.01) << name << " n=" << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace efacoll
