@@ -204,6 +204,19 @@ int latency_steps(Algo algo, CollKind kind, int p) {
   }
 }
 
+int call_messages(Algo algo, CollKind kind, int p) {
+  if (p <= 1) return 0;
+  const Fold fold = fold_of(p);
+  switch (algo) {
+    case Algo::kRecursive:
+      return fold.p * fold.steps + 2 * fold.extra;
+    case Algo::kTree:
+      return 4 * (p - 1);
+    default:
+      return (kind == CollKind::kAllreduce ? 2 : 1) * p * (p - 1);
+  }
+}
+
 namespace {
 
 // Time of `steps` latencies, `wire` microseconds on the link, `messages` of `msg` bytes posted,

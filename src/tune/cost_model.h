@@ -54,6 +54,10 @@ void smooth_corrections(std::vector<AlgoCorrection>* points);
 // ring 2(p-1) (allreduce) or p-1; tree 2 x its depth, floor(log2 p); recursive doubling or
 // halving floor(log2 p), plus the fold in and out where p is not a power of two.
 int latency_steps(Algo algo, CollKind kind, int p);
+// The messages of a whole call (every rank's, one chunk each): ring p(p-1), twice for
+// allreduce; the two trees 4(p-1); recursive q log2 q between the largest power of two q of
+// ranks, plus two for each rank folded in.
+int call_messages(Algo algo, CollKind kind, int p);
 
 // Predicted microseconds of one call with this algorithm (which must apply).
 // - Pipelined algorithms (ring, tree) overlap the wire and the reductions across their chunks:
