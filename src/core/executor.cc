@@ -111,14 +111,14 @@ class Executor {
   Status error_;
   // The first mismatch found (kMismatch). The schedule still runs to its end, its later sends
   // marked as poison, so that every peer waiting on this rank learns of it at once and no
-  // message is left behind; should it stall, the rank gives up and sends notices instead.
+  // message is left behind; should it stall between calls of other shapes, the rank gives up
+  // and sends notices instead.
   Status mismatch_;
   // Whether every mismatch seen so far changes no message (call_signature.h, same_shape): then
   // every message of the schedule still comes, and the rank waits for them as for any call
   // (up to the timeout) instead of giving up after two looks. Giving up there stranded a peer
-  // still on its way (a rank late to the call, or a first message held up by the provider's
-  // connection setup): where no notice reaches it (shm) it waited out its timeout, and its
-  // untaken messages, which shm completes in order, failed the next call too.
+  // late to the call: where no notice reaches it (shm) it waited out its timeout, and the
+  // giving-up rank's untaken messages, which shm completes in order, failed the next call too.
   bool same_shape_ = true;
   // While nothing arrives: looks for messages of another call and for peers' notices.
   PeerWatch watch_;

@@ -337,8 +337,13 @@ Status FabricTransport::read_cq_error(int* completed) {
   if (err.op_context == nullptr || ((err.flags & FI_REMOTE_CQ_DATA) && !(err.flags & FI_RECV)))
     return st;
   auto* r = static_cast<Request*>(err.op_context);
-  if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv)
-    r->completion->tag = arrived_tag(err.tag, err.flags, err.data);
+  // An error entry need not carry the sender's CQ data: then the signature that came is not
+  // known, and the tag as posted (this call's) lets the length speak instead.
+  if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv) {
+    r->completion->tag = signature_in_data_ && !(err.flags & FI_REMOTE_CQ_DATA)
+                             ? r->tag
+                             : arrived_tag(err.tag, err.flags, err.data);
+  }
   complete(r, st, err.len);
   ++*completed;
   return Status::ok();
