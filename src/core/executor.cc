@@ -167,9 +167,6 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes) {
   std::string why;
   const uint32_t theirs = tag_signature(slot.tag);  // a receive's: as sent, or as posted
-  const bool shape_kept =
-      status.is_ok() && bytes == op.bytes &&
-      (theirs == kSameShapePoisonSignature || same_shape(ctx_.signature, theirs));
   if (status.code() == Code::kTruncate && op.kind == OpKind::kRecv && theirs != ctx_.signature &&
       !is_poison(theirs)) {
     // Too long, and of another call: the call says more than the length.
@@ -191,7 +188,9 @@ bool Executor::mismatched(const Op& op, const OpSlot& slot, const Status& status
   } else {
     return false;
   }
-  same_shape_ = same_shape_ && shape_kept;
+  // Only here, past every message that matched: the check stays off the completions' path.
+  same_shape_ = same_shape_ && status.is_ok() && bytes == op.bytes &&
+                (theirs == kSameShapePoisonSignature || same_shape(ctx_.signature, theirs));
   if (mismatch_.is_ok()) {
     mismatch_ = Status(Code::kMismatch, ctx_.what + ": step " + std::to_string(op.step) + ": " +
                                             why + " (every rank must make the same call)");

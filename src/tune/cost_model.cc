@@ -112,12 +112,6 @@ Status load_model_file(const std::string& path, CostModel* out) {
 
 namespace {
 
-double log2_floor(int n) {
-  int steps = 0;
-  while ((2 << steps) <= n) ++steps;
-  return steps;
-}
-
 // at_low up to `low` bytes, at_high from `high`, geometric in between (0 on either side: the
 // other). Rates by call size and latencies by message size both change this way.
 double blend(double at_low, double at_high, double bytes, double low, double high) {
@@ -190,15 +184,15 @@ int doubling_steps_with_fold(int p) {
 
 int latency_steps(Algo algo, CollKind kind, int p) {
   if (p <= 1) return 0;
-  const int lg = static_cast<int>(log2_floor(p));
-  const bool pow2 = (p & (p - 1)) == 0;
+  const Fold fold = fold_of(p);
   switch (algo) {
     case Algo::kRecursive:
+      if (fold.extra == 0) return fold.steps;
       // Recursive halving (reduce-scatter) sends its blocks only after the fold.
-      if (!pow2 && kind != CollKind::kReduceScatter) return doubling_steps_with_fold(p);
-      return lg + (pow2 ? 0 : 2);
+      if (kind != CollKind::kReduceScatter) return doubling_steps_with_fold(p);
+      return fold.steps + 2;
     case Algo::kTree:
-      return 2 * lg;
+      return 2 * fold.steps;
     default:
       return (kind == CollKind::kAllreduce ? 2 : 1) * (p - 1);
   }
@@ -243,8 +237,9 @@ double flat_us(const CostModel& m, Algo algo, const CostInputs& in) {
   // Chunks per block over all channels: each channel pipelines its share separately.
   const double pieces = channels * std::max(1.0, std::ceil(block / channels / chunk));
   const double msg = std::min(chunk, block / channels);  // the ring's messages
-  const double lg = log2_floor(p);
-  const bool pow2 = (p & (p - 1)) == 0;
+  const Fold fold = fold_of(p);
+  const double lg = fold.steps;
+  const bool pow2 = fold.extra == 0;
   auto wire = [&](double bytes) { return bytes * link.us_per_byte; };
   switch (in.kind) {
     case CollKind::kAllreduce:

@@ -52,7 +52,9 @@ void smooth_corrections(std::vector<AlgoCorrection>* points);
 
 // The steps of a flat algorithm on p ranks that each wait for a peer, one after the other:
 // ring 2(p-1) (allreduce) or p-1; tree 2 x its depth, floor(log2 p); recursive doubling or
-// halving floor(log2 p), plus the fold in and out where p is not a power of two.
+// halving floor(log2 p) where p is a power of two. Else halving adds the fold in and out (2),
+// and doubling's count comes from running its fold pattern, whose first exchanges need not all
+// wait for the fold (1 or 2 more).
 int latency_steps(Algo algo, CollKind kind, int p);
 // The messages of a whole call (every rank's, one chunk each): ring p(p-1), twice for
 // allreduce; the two trees 4(p-1); recursive q log2 q between the largest power of two q of
