@@ -9,7 +9,8 @@
  * [-r REPEATS] [-t SECONDS]
  * -r is the least number of repeats; a size whose repeats took less than -t seconds in all
  * (default 0: none) gets more, up to 63, so that the cheap small sizes, where ranks sharing
- * cores swing one algorithm's batch by 1.5x, are judged on a steadier median. */
+ * cores swing one algorithm's batch by 1.5x, are judged on a steadier median. The tuner's
+ * online trials (EFACOLL_TUNE_TRIALS) run to their end before its choice is measured. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -21,14 +22,17 @@ typedef int (*set_algo_fn)(const char*);
 typedef const char* (*last_algo_fn)(void);
 typedef double (*last_pred_fn)(void);
 typedef int (*last_chunking_fn)(size_t*, int*);
+typedef int (*on_trial_fn)(void);
 
 static int coll = 0; /* 0 allreduce, 1 allgather, 2 reduce_scatter */
 
 typedef int (*cuda_set_device_fn)(int);
+typedef int (*cuda_device_count_fn)(int*);
 typedef int (*cuda_malloc_fn)(void**, size_t);
 typedef int (*cuda_memcpy_fn)(void*, const void*, size_t, int);
 
-/* Device buffers through the CUDA runtime found at run time (0 where there is none). */
+/* Device buffers through the CUDA runtime found at run time (0 where there is none), on GPU
+ * local rank % GPUs: ranks share GPUs where there are fewer GPUs than ranks. */
 static void* device_buffer(size_t bytes, const void* fill) {
   static void* cudart;
   if (!cudart) cudart = dlopen("libcudart.so", RTLD_NOW | RTLD_GLOBAL);
@@ -38,10 +42,12 @@ static void* device_buffer(size_t bytes, const void* fill) {
   cuda_set_device_fn set_device = (cuda_set_device_fn)dlsym(cudart, "cudaSetDevice");
   cuda_malloc_fn cmalloc = (cuda_malloc_fn)dlsym(cudart, "cudaMalloc");
   cuda_memcpy_fn cmemcpy = (cuda_memcpy_fn)dlsym(cudart, "cudaMemcpy");
+  cuda_device_count_fn count = (cuda_device_count_fn)dlsym(cudart, "cudaGetDeviceCount");
   const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int gpus = 0;
   void* p = 0;
-  if (!set_device || !cmalloc || !cmemcpy || set_device(local ? atoi(local) : 0) != 0 ||
-      cmalloc(&p, bytes) != 0)
+  if (!set_device || !cmalloc || !cmemcpy || !count || count(&gpus) != 0 || gpus < 1 ||
+      set_device((local ? atoi(local) : 0) % gpus) != 0 || cmalloc(&p, bytes) != 0)
     return 0;
   if (fill) cmemcpy(p, fill, bytes, 1 /* cudaMemcpyHostToDevice */);
   return p;
@@ -114,6 +120,7 @@ int main(int argc, char** argv) {
   last_algo_fn last_algo = (last_algo_fn)dlsym(RTLD_DEFAULT, "efacoll_last_algorithm");
   last_pred_fn last_pred = (last_pred_fn)dlsym(RTLD_DEFAULT, "efacoll_last_predicted_us");
   last_chunking_fn last_chunking = (last_chunking_fn)dlsym(RTLD_DEFAULT, "efacoll_last_chunking");
+  on_trial_fn on_trial = (on_trial_fn)dlsym(RTLD_DEFAULT, "efacoll_last_on_trial");
   if (!set_algo || !last_algo || !last_pred || !last_chunking) {
     if (rank == 0) fprintf(stderr, "tuner_bench: libefacoll.so is not preloaded\n");
     MPI_Finalize();
@@ -131,8 +138,11 @@ int main(int argc, char** argv) {
   if (device) {
     float* ds = device_buffer(max_bytes, s);
     float* dr = device_buffer(max_bytes, 0);
-    if (!ds || !dr) {
-      if (rank == 0) fprintf(stderr, "tuner_bench: no CUDA device buffers here\n");
+    /* All ranks stop where one has no buffers: the others would wait in the first call. */
+    int mine = ds && dr, all = 0;
+    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+      if (!mine) fprintf(stderr, "tuner_bench: rank %d has no CUDA device buffers\n", rank);
       MPI_Finalize();
       return 2;
     }
@@ -184,6 +194,9 @@ int main(int argc, char** argv) {
       set_algo(spec[a]);
       for (int w = 0; w < 3; ++w) call(s, r, count, nranks);
     }
+    /* The tuner's online trials (EFACOLL_TUNE_TRIALS) end before its choice is measured. Every
+     * rank reads the same, so all stop at the same call. */
+    for (int w = 0; on_trial && on_trial() && w < 1000; ++w) call(s, r, count, nranks);
     /* Batch times are the slowest rank's, the same on every rank: so is the decision to go on. */
     double spent_s = 0;
     int done = 0;

@@ -68,3 +68,8 @@ EFACOLL_EXPORT int efacoll_last_chunking(size_t* chunk_bytes, int* channels) {
   if (channels) *channels = s.engine->last_choice().channels;
   return 0;
 }
+
+EFACOLL_EXPORT int efacoll_last_on_trial(void) {
+  State& s = state();
+  return s.engine && s.engine->last_choice().on_trial ? 1 : 0;
+}

@@ -19,6 +19,7 @@
 #include "transport/transport.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
+#include "tune/trials.h"
 
 namespace efacoll {
 namespace shim {
@@ -143,6 +144,8 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   EngineConfig& config = *out;
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(p.text(Param::kAlgo), &config.algo));
   EFACOLL_RETURN_IF_ERROR(tune_config(p.text(Param::kTune), topo.product, &config));
+  EFACOLL_RETURN_IF_ERROR(parse_tune_trials(p.text(Param::kTuneTrials),
+                                            config.tune && config.calibrate, &config.tune_trials));
   config.chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kChunkSize)));
   config.chunk_forced = p.is_set(Param::kChunkSize);
   if (p.integer(Param::kChannels) < 0 || p.integer(Param::kChannels) > 64) {

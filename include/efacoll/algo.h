@@ -25,6 +25,7 @@ struct TunedChoice {
   size_t chunk_bytes = 0;  // 0: the configured chunk
   int channels = 1;
   double predicted_us = 0;
+  bool on_trial = false;  // one of several candidates the call shape's first calls measure
   // "allreduce 4096 B on 4 ranks: recursive doubling 42.0 us (512 KiB x 1) < ..."
   std::string explanation;
 };

@@ -51,6 +51,10 @@ double efacoll_last_predicted_us(void);
 /* The chunk size and channel count of that collective. 0 on success, -1 when efacoll is
  * inactive. */
 int efacoll_last_chunking(size_t* chunk_bytes, int* channels);
+/* 1 when that collective ran one of several algorithms its call shape's first calls measure
+ * (EFACOLL_TUNE_TRIALS), 0 otherwise. Every rank sees the same, so a benchmark can call until
+ * it reads 0 and then measure the kept choice. */
+int efacoll_last_on_trial(void);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@ struct RingArgs;
 struct IpcState;
 struct IpcCallKey;
 struct HierState;
+struct AlgoInputs;
+class ShapeTrial;
 struct LlCall;
 enum class LlPath : uint32_t;
 class MrCache;
@@ -78,6 +80,9 @@ struct EngineConfig {
   // Each communicator measures its links at creation (EFACOLL_TUNE=calibrate) instead of
   // taking `model`.
   bool calibrate = false;
+  // Online trials (EFACOLL_TUNE_TRIALS): calls per candidate where the model's predictions are
+  // near each other (src/tune/trials.h); 0: the model's pick stands.
+  int tune_trials = 0;
   std::chrono::milliseconds timeout{300000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
@@ -201,6 +206,17 @@ class Comm {
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);
+  // The call's algorithm, chunk and channels (last_choice_), then its schedule.
+  Status plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule);
+  // comm_choice.cc: forced, the rule, the tuner's pick, or a candidate on trial.
+  TunedChoice choose_call(const AlgoInputs& in);
+  // A user call about to run a candidate on trial: its ranks first meet (a one-byte allgather),
+  // so that each times the candidate from a common start, not from the skew the previous call
+  // left. Once per call; its failure is the call's (trial_status_).
+  void begin_trial_call(uint64_t key);
+  // That call ended: its time counts for the candidate, and the shape's last trial call agrees
+  // with the other ranks on the one to keep.
+  void finish_trial_call(bool call_ok);
   Algo node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possible);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
@@ -262,6 +278,14 @@ class Comm {
   std::unique_ptr<HierState> hier_;
   CostModel model_;  // the engine's, or this communicator's own measurement (EFACOLL_TUNE)
   std::unordered_map<uint64_t, TunedChoice> tuned_;  // the tuner's picks per call shape
+  // Online trials per call shape (EngineConfig::tune_trials), running or settled.
+  std::unordered_map<uint64_t, std::unique_ptr<ShapeTrial>> trials_;
+  bool user_call_ = false;      // inside run(): trials time only the user's own calls
+  bool trial_running_ = false;  // this call runs a candidate of trials_[trial_key_]
+  uint64_t trial_key_ = 0;
+  bool trial_met_ = false;  // this call's ranks have met (begin_trial_call)
+  Status trial_status_;     // how that went
+  std::chrono::steady_clock::time_point trial_start_;
 };
 
 }  // namespace efacoll

@@ -96,6 +96,12 @@
     "algorithm at 8-512 KiB, at creation), p4d, p5, local, file:PATH (key = value lines, see "    \
     "docs/model.md), or off (no model: recursive algorithms up to EFACOLL_RD_MAX_BYTES, the "     \
     "ring above). EFACOLL_DEBUG=TRACE with SUBSYS TUNE explains each choice.")                    \
+  X(kTuneTrials, "EFACOLL_TUNE_TRIALS", kText, "auto",                                            \
+    "Online trials: where the cost model predicts several algorithms within 1.25x of each other " \
+    "for a call shape, its first calls run each in turn, this many runs of consecutive calls "    \
+    "(8 up to 64 KiB, 3 below 4 MiB, 1 above) each, and all ranks keep the one whose slowest "    \
+    "rank's median was least, if it beat the model's pick by over 5 % (logged at INFO, TUNE). "   \
+    "auto: 7 with EFACOLL_TUNE=calibrate, else 0 (the model's pick stands).")                     \
   X(kSteerMpi, "EFACOLL_STEER_MPI", kBool, "1",                                                   \
     "When EFA is present, point the host MPI's own libfabric traffic at EFA (variables the user " \
     "set are never overridden).")

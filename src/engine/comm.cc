@@ -2,7 +2,6 @@
 // buffers' GPU), stage GPU data through pinned host slots when the provider cannot touch GPU
 // memory, register what the provider wants registered, and run the schedule.
 #include <algorithm>
-#include <unordered_map>
 
 #include "coll/builders.h"
 #include "coll/channels.h"
@@ -19,6 +18,7 @@
 #include "transport/transport.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
+#include "tune/trials.h"
 
 namespace efacoll {
 namespace {
@@ -66,32 +66,6 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-// The algorithm, chunk size and channel count for a call: forced, or the cost model's pick
-// (remembered per call shape: weighing every candidate costs microseconds).
-TunedChoice choose(const AlgoInputs& in, const EngineConfig& config, const CostModel& model,
-                   std::unordered_map<uint64_t, TunedChoice>* tuned) {
-  if (!config.tune) {
-    TunedChoice c;
-    c.algo = choose_algo(in, config.algo);
-    c.chunk_bytes = in.chunk_bytes;
-    c.channels = algo_takes_channels(c.algo, in.kind, in.inplace) ? std::max(1, in.channels) : 1;
-    return c;
-  }
-  if (log_enabled(LogLevel::kTrace, kTune)) {
-    TunedChoice c = tune_algo(model, in, config.algo, true);
-    EFACOLL_TRACE(kTune, "%s", c.explanation.c_str());
-    return c;
-  }
-  // The forced algorithm is part of the key: efacoll_set_algo may change it between calls.
-  const uint64_t key = (static_cast<uint64_t>(in.bytes) << 6) |
-                       (static_cast<uint64_t>(config.algo.for_kind(in.kind)) << 3) |
-                       (static_cast<uint64_t>(in.kind) << 1) | (in.inplace ? 1 : 0);
-  auto it = tuned->find(key);
-  if (it != tuned->end()) return it->second;
-  if (tuned->size() >= 4096) tuned->clear();
-  return (*tuned)[key] = tune_algo(model, in, config.algo, false);
-}
-
 // The bytes the tuner sizes a call by: allreduce the vector, allgather the result,
 // reduce-scatter the input (every block of the plan).
 size_t call_bytes(const RingArgs& ring) {
@@ -129,15 +103,13 @@ AlgoInputs algo_inputs(CollKind kind, const RingArgs& ring, int hier_per_node,
 }
 
 // The call's schedule with the chosen algorithm on the chosen channels.
-Status build(CollKind kind, RingArgs& ring, int hier_per_node, const EngineConfig& config,
-             const CostModel& model, std::unordered_map<uint64_t, TunedChoice>* tuned,
-             Schedule* schedule, TunedChoice* chosen) {
-  *chosen = choose(algo_inputs(kind, ring, hier_per_node, config), config, model, tuned);
-  const Algo algo = chosen->algo;
-  if (chosen->chunk_bytes) ring.chunk_bytes = chosen->chunk_bytes;
+Status build(CollKind kind, RingArgs& ring, int hier_per_node, const TunedChoice& chosen,
+             Schedule* schedule) {
+  const Algo algo = chosen.algo;
+  if (chosen.chunk_bytes) ring.chunk_bytes = chosen.chunk_bytes;
   ChannelArgs ca;
   ca.kind = kind;
-  ca.channels = chosen->channels;
+  ca.channels = chosen.channels;
   ca.ranks_per_node = hier_per_node;
   ca.rotate_ring = algo == Algo::kRing;
   ChannelBuilder one = [&](const RingArgs& sub, Schedule* s) -> Status {
@@ -231,13 +203,24 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
   return Status::ok();
 }
 
+Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
+  engine_->last_choice_ = choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
+  EFACOLL_RETURN_IF_ERROR(trial_status_);
+  return build(kind, ring, hier_per_node_, engine_->last_choice_, schedule);
+}
+
 Status Comm::run(const CollArgs& args) {
   std::unique_lock<std::mutex> busy(engine_->busy_);
   // Host calls lend the lock out while they wait for peers. GPU calls keep it: they share the
   // device's streams and the staging slots with every communicator.
   const bool host = !is_gpu(args.recv_mem) && (args.inplace || !is_gpu(args.send_mem));
   yield_lock_ = engine_->config_.concurrent && host ? &busy : nullptr;
+  user_call_ = true;
+  trial_running_ = trial_met_ = false;
+  trial_status_ = Status::ok();
   Status st = run_locked(args);
+  user_call_ = false;
+  if (trial_running_) finish_trial_call(st.is_ok());
   yield_lock_ = nullptr;
   return st;
 }
@@ -251,8 +234,7 @@ Status Comm::run_locked(const CollArgs& args) {
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
   Schedule schedule;
   if (!gpu) {
-    EFACOLL_RETURN_IF_ERROR(build(args.kind, plan.ring, hier_per_node_, engine_->config_, model_,
-                                  &tuned_, &schedule, &engine_->last_choice_));
+    EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, &schedule));
     engine_->last_algorithm_ = schedule.algorithm;
     return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
@@ -313,10 +295,9 @@ Status Comm::run_locked(const CollArgs& args) {
     stall_check_ = nullptr;
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
              hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
-    st = run_hier_gpu(a);
+    st = trial_status_.is_ok() ? run_hier_gpu(a) : trial_status_;
   } else {
-    EFACOLL_RETURN_IF_ERROR(build(a.kind, plan.ring, hier_per_node_, engine_->config_, model_,
-                                  &tuned_, &schedule, &engine_->last_choice_));
+    EFACOLL_RETURN_IF_ERROR(plan_schedule(a.kind, plan.ring, &schedule));
     engine_->last_algorithm_ = schedule.algorithm;
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
@@ -353,8 +334,7 @@ Algo Comm::node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possi
 bool Comm::hier_gpu_chosen(const CollArgs& a, const RingArgs& ring) {
   if (a.kind != CollKind::kAllreduce) return true;
   const EngineConfig& config = engine_->config_;
-  return choose(algo_inputs(a.kind, ring, hier_per_node_, config), config, model_, &tuned_).algo ==
-         Algo::kHier;
+  return choose_call(algo_inputs(a.kind, ring, hier_per_node_, config)).algo == Algo::kHier;
 }
 
 // Copies in (synchronously, after the caller's work on the legacy default stream), runs the
@@ -383,8 +363,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build(args.kind, ring, hier_per_node_, engine_->config_, model_, &tuned_,
-                                &schedule, &engine_->last_choice_));
+  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, ring, &schedule));
   engine_->last_algorithm_ = schedule.algorithm;
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();

@@ -269,10 +269,9 @@ std::string size_text(size_t bytes) {
   return out;
 }
 
-}  // namespace
-
-TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
-                      bool explain) {
+// Every algorithm that applies, each with its best chunk and channels, in the tuner's order:
+// the fastest prediction first, then the tie rules.
+std::vector<Candidate> ranked_candidates(const CostModel& model, const AlgoInputs& in) {
   const bool multi_node = in.ranks_per_node > 0;
   std::vector<Candidate> ranked;
   for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive, Algo::kHier}) {
@@ -309,16 +308,42 @@ TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOv
     }
     std::rotate(ranked.begin(), ranked.begin() + fewest, ranked.begin() + fewest + 1);
   }
+  return ranked;
+}
+
+TunedChoice choice_of(const Candidate& k) {
+  TunedChoice c;
+  c.algo = k.algo;
+  c.predicted_us = k.us;
+  c.chunk_bytes = k.chunk;
+  c.channels = k.channels;
+  return c;
+}
+
+}  // namespace
+
+std::vector<TunedChoice> near_candidates(const CostModel& model, const AlgoInputs& in,
+                                         double margin) {
+  const std::vector<Candidate> ranked = ranked_candidates(model, in);
+  double fastest = ranked.front().us;
+  for (const Candidate& k : ranked) fastest = std::min(fastest, k.us);
+  std::vector<TunedChoice> out;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (i == 0 || ranked[i].us <= fastest * (1 + margin)) out.push_back(choice_of(ranked[i]));
+  }
+  return out;
+}
+
+TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
+                      bool explain) {
+  const bool multi_node = in.ranks_per_node > 0;
+  const std::vector<Candidate> ranked = ranked_candidates(model, in);
   TunedChoice c;
   const Algo f = forced.for_kind(in.kind);
   const bool use_forced = fabric_algo(f) && algo_applies(f, in.kind, multi_node);
   const Algo pick = use_forced ? f : ranked.front().algo;
   for (const Candidate& k : ranked) {
-    if (k.algo != pick) continue;
-    c.algo = k.algo;
-    c.predicted_us = k.us;
-    c.chunk_bytes = k.chunk;
-    c.channels = k.channels;
+    if (k.algo == pick) c = choice_of(k);
   }
   if (!explain) return c;
   char head[160];

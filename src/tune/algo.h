@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "efacoll/algo.h"
 #include "efacoll/status.h"
@@ -50,5 +51,11 @@ Algo choose_algo(const AlgoInputs& in, const AlgoOverrides& forced);
 // explanation is written only when asked for (formatting it costs more than the choice).
 TunedChoice tune_algo(const CostModel& model, const AlgoInputs& in, const AlgoOverrides& forced,
                       bool explain = false);
+
+// The tuner's ranking (tie rules applied) cut to the algorithms predicted within `margin` of the
+// fastest (0.25: up to 1.25x its time); the first is tune_algo's pick when nothing is forced.
+// Online trials (src/tune/trials.h) measure these.
+std::vector<TunedChoice> near_candidates(const CostModel& model, const AlgoInputs& in,
+                                         double margin);
 
 }  // namespace efacoll
