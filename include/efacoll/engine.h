@@ -210,10 +210,10 @@ class Comm {
   Status plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule);
   // comm_choice.cc: forced, the rule, the tuner's pick, or a candidate on trial.
   TunedChoice choose_call(const AlgoInputs& in);
-  // A user call about to run a candidate on trial: its ranks first meet (a one-byte allgather),
-  // so that each times the candidate from a common start, not from the skew the previous call
-  // left. Once per call; its failure is the call's (trial_status_).
-  void begin_trial_call(uint64_t key);
+  // A user call runs the candidate `t` has now (marked on trial). Before a sample's first call
+  // the ranks meet (a one-byte allgather), so that each times it from a common start, not from
+  // the skew the previous call left; once per call, its failure the call's (trial_call_.status).
+  TunedChoice trial_choice(uint64_t key, ShapeTrial& t);
   // That call ended: its time counts for the candidate, and the shape's last trial call agrees
   // with the other ranks on the one to keep.
   void finish_trial_call(bool call_ok);
@@ -280,12 +280,14 @@ class Comm {
   std::unordered_map<uint64_t, TunedChoice> tuned_;  // the tuner's picks per call shape
   // Online trials per call shape (EngineConfig::tune_trials), running or settled.
   std::unordered_map<uint64_t, std::unique_ptr<ShapeTrial>> trials_;
-  bool user_call_ = false;      // inside run(): trials time only the user's own calls
-  bool trial_running_ = false;  // this call runs a candidate of trials_[trial_key_]
-  uint64_t trial_key_ = 0;
-  bool trial_met_ = false;  // this call's ranks have met (begin_trial_call)
-  Status trial_status_;     // how that went
-  std::chrono::steady_clock::time_point trial_start_;
+  bool user_call_ = false;  // inside run(): trials time only the user's own calls
+  // The user call now running, where it runs a candidate on trial (reset by run()).
+  struct TrialCall {
+    bool running = false;  // it runs a candidate of trials_[key]
+    uint64_t key = 0;
+    Status status;  // of the ranks' meeting before it
+    std::chrono::steady_clock::time_point start;
+  } trial_call_;
 };
 
 }  // namespace efacoll

@@ -205,7 +205,7 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 
 Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
   engine_->last_choice_ = choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
-  EFACOLL_RETURN_IF_ERROR(trial_status_);
+  EFACOLL_RETURN_IF_ERROR(trial_call_.status);
   return build(kind, ring, hier_per_node_, engine_->last_choice_, schedule);
 }
 
@@ -216,11 +216,10 @@ Status Comm::run(const CollArgs& args) {
   const bool host = !is_gpu(args.recv_mem) && (args.inplace || !is_gpu(args.send_mem));
   yield_lock_ = engine_->config_.concurrent && host ? &busy : nullptr;
   user_call_ = true;
-  trial_running_ = trial_met_ = false;
-  trial_status_ = Status::ok();
+  trial_call_ = TrialCall();
   Status st = run_locked(args);
   user_call_ = false;
-  if (trial_running_) finish_trial_call(st.is_ok());
+  if (trial_call_.running) finish_trial_call(st.is_ok());
   yield_lock_ = nullptr;
   return st;
 }
@@ -295,7 +294,7 @@ Status Comm::run_locked(const CollArgs& args) {
     stall_check_ = nullptr;
   } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
              hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
-    st = trial_status_.is_ok() ? run_hier_gpu(a) : trial_status_;
+    st = trial_call_.status.is_ok() ? run_hier_gpu(a) : trial_call_.status;
   } else {
     EFACOLL_RETURN_IF_ERROR(plan_schedule(a.kind, plan.ring, &schedule));
     engine_->last_algorithm_ = schedule.algorithm;

@@ -70,9 +70,7 @@ TunedChoice Comm::choose_call(const AlgoInputs& in) {
     auto it = trials_.find(key);
     if (it != trials_.end()) {
       ShapeTrial& t = *it->second;
-      TunedChoice c = t.current();
-      c.on_trial = !t.settled();
-      if (c.on_trial) begin_trial_call(key);
+      const TunedChoice c = t.settled() ? t.current() : trial_choice(key, t);
       if (explain) {
         EFACOLL_TRACE(kTune, "%s: %s %s", t.shape().c_str(), algo_name(c.algo, in.kind),
                       c.on_trial ? "(on trial)" : "(kept by the trials)");
@@ -94,37 +92,37 @@ TunedChoice Comm::choose_call(const AlgoInputs& in) {
       auto& t = trials_[key] =
           std::make_unique<ShapeTrial>(in.kind, shape_text(in), std::move(near), config.tune_trials,
                                        trial_calls_per_sample(in.bytes));
-      c = t->current();
-      c.on_trial = true;
-      begin_trial_call(key);
-      return c;
+      return trial_choice(key, *t);
     }
   }
   if (tuned_.size() >= kMaxShapes) tuned_.clear();
   return tuned_[key] = c;
 }
 
-void Comm::begin_trial_call(uint64_t key) {
-  trial_running_ = true;
-  trial_key_ = key;
-  if (trial_met_) return;  // a second choice in the same call (hierarchical GPU calls ask twice)
-  trial_met_ = true;
-  if (trials_[key]->starts_sample()) {
+TunedChoice Comm::trial_choice(uint64_t key, ShapeTrial& t) {
+  TunedChoice c = t.current();
+  c.on_trial = true;
+  // Hierarchical GPU calls ask twice in one call: the ranks meet once.
+  if (trial_call_.running) return c;
+  trial_call_.running = true;
+  trial_call_.key = key;
+  if (t.starts_sample()) {
     const uint8_t mine = 0;
     std::vector<uint8_t> all(size_);
-    trial_status_ = host_allgather(&mine, 1, all.data());
+    trial_call_.status = host_allgather(&mine, 1, all.data());
   }
-  trial_start_ = std::chrono::steady_clock::now();
+  trial_call_.start = std::chrono::steady_clock::now();
+  return c;
 }
 
 void Comm::finish_trial_call(bool call_ok) {
-  trial_running_ = false;
-  auto it = trials_.find(trial_key_);
+  trial_call_.running = false;
+  auto it = trials_.find(trial_call_.key);
   if (it == trials_.end()) return;
   ShapeTrial& t = *it->second;
-  const double us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - trial_start_)
-          .count();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                              trial_call_.start)
+                        .count();
   t.record(call_ok ? us : std::numeric_limits<double>::infinity());
   if (!t.measured() || t.settled()) return;
   const size_t n = t.candidates().size();

@@ -60,5 +60,9 @@ inline uint32_t tag_msg_id(uint64_t tag) { return static_cast<uint32_t>(tag & kM
 inline uint32_t tag_signature(uint64_t tag) {
   return static_cast<uint32_t>((tag & kSignatureMask) >> kSignatureShift);
 }
+// The tag with its signature bits replaced.
+inline uint64_t with_signature(uint64_t tag, uint32_t signature) {
+  return (tag & ~kSignatureMask) | (static_cast<uint64_t>(signature & 0xfff) << kSignatureShift);
+}
 
 }  // namespace efacoll

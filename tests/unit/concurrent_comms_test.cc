@@ -7,7 +7,6 @@
 #include <set>
 #include <thread>
 
-#include "reference.h"
 #include "thread_ranks.h"
 
 namespace efacoll {
@@ -22,20 +21,11 @@ void thread_calls(int rank, int t, Comm& comm, std::vector<std::string>* failure
     // ranks' orders differ, call after call.
     if ((i + rank + t) % kThreads == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const size_t count = 1 + static_cast<size_t>((i * 37 + t * 101) % 3000);
-    Bytes out = make_input(DType::kInt32, ROp::kSum, rank, count);
-    CollArgs a;
-    a.kind = CollKind::kAllreduce;
-    a.recvbuf = out.data();
-    a.count = count;
-    a.dtype = DType::kInt32;
-    a.op = ROp::kSum;
-    a.inplace = true;
-    Status st = comm.run(a);
-    const std::string what = "thread " + std::to_string(t) + " call " + std::to_string(i);
-    if (!st.is_ok()) return failures->push_back(what + ": " + st.to_string());
-    std::string diff =
-        compare(out, expected_reduction(DType::kInt32, ROp::kSum, kRanks, count), DType::kInt32);
-    if (!diff.empty()) return failures->push_back(what + ": " + diff);
+    const std::string wrong = check_allreduce_in_place(comm, rank, kRanks, count);
+    if (!wrong.empty()) {
+      return failures->push_back("thread " + std::to_string(t) + " call " + std::to_string(i) +
+                                 ": " + wrong);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <thread>
 
+#include "reference.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/loopback/loopback_transport.h"
@@ -84,6 +85,20 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
   std::vector<std::string> all;
   for (auto& f : failures) all.insert(all.end(), f.begin(), f.end());
   return all;
+}
+
+std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count) {
+  Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
+  CollArgs a;
+  a.kind = CollKind::kAllreduce;
+  a.recvbuf = buf.data();
+  a.count = count;
+  a.dtype = DType::kInt32;
+  a.op = ROp::kSum;
+  a.inplace = true;
+  const Status st = comm.run(a);
+  if (!st.is_ok()) return st.to_string();
+  return compare(buf, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
 }
 
 }  // namespace testing

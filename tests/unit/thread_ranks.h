@@ -68,6 +68,11 @@ struct RankContext {
 using RankBody = std::function<void(RankContext& ctx)>;
 std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody& body);
 
+// Rank `rank`'s make_input (int32, sum, `count` elements) allreduced in place on `comm` and
+// checked against expected_reduction over `nranks`: "" when exact, else the error or the
+// difference.
+std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count);
+
 // Whether a libfabric provider can be opened here (tests skip, saying why, when not).
 bool provider_available(const std::string& name);
 

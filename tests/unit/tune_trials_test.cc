@@ -5,7 +5,6 @@
 #include <limits>
 #include <mutex>
 
-#include "reference.h"
 #include "thread_ranks.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
@@ -177,20 +176,9 @@ TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
   auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
     std::vector<CallSeen> mine;
     auto one_call = [&](size_t bytes) {
-      const size_t count = bytes / sizeof(int32_t);
-      Bytes buf = make_input(DType::kInt32, ROp::kSum, c.rank, count);
-      CollArgs a;
-      a.kind = CollKind::kAllreduce;
-      a.recvbuf = buf.data();
-      a.count = count;
-      a.dtype = DType::kInt32;
-      a.op = ROp::kSum;
-      a.inplace = true;
-      Status st = c.comm.run(a);
-      if (!st.is_ok()) return c.failures->push_back(st.to_string());
-      const std::string diff =
-          compare(buf, expected_reduction(DType::kInt32, ROp::kSum, kRanks, count), DType::kInt32);
-      if (!diff.empty()) c.failures->push_back(std::to_string(bytes) + " B: " + diff);
+      const std::string wrong =
+          check_allreduce_in_place(c.comm, c.rank, kRanks, bytes / sizeof(int32_t));
+      if (!wrong.empty()) return c.failures->push_back(std::to_string(bytes) + " B: " + wrong);
       mine.push_back({c.engine.last_choice().algo, c.engine.last_choice().on_trial});
     };
     for (size_t i = 0; i < calls; ++i) one_call(near_bytes);

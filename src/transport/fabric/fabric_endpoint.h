@@ -137,6 +137,8 @@ class FabricTransport : public Transport {
   // The length the sender sent, where the CQ data carries it (else `len`, what arrived).
   size_t sent_length(uint64_t flags, uint64_t data, size_t len) const;
   uint64_t cq_data(uint64_t tag, size_t len) const;
+  // The tag the provider matches on: without the signature where that travels as CQ data.
+  uint64_t matched_tag(uint64_t tag) const;
 
   // fabric_bounce.cc
   void plan_bounce();

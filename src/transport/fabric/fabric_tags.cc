@@ -17,9 +17,11 @@ namespace {
 constexpr int kLengthShift = kSignatureBits;
 constexpr uint64_t kLengthMask = 0xffffffffull;
 
-uint64_t without_signature(uint64_t tag) { return tag & ~kSignatureMask; }
-
 }  // namespace
+
+uint64_t FabricTransport::matched_tag(uint64_t tag) const {
+  return signature_in_data_ ? with_signature(tag, 0) : tag;
+}
 
 uint64_t FabricTransport::cq_data(uint64_t tag, size_t len) const {
   uint64_t data = signature_in_data_ ? tag_signature(tag) : 0;
@@ -38,30 +40,25 @@ ssize_t FabricTransport::post_tsend(const void* buf, size_t len, void* desc, fi_
                                     uint64_t tag, void* context) {
   if (!signature_in_data_ && !length_in_data_)
     return fi_tsend(ep_.get(), buf, len, desc, peer, tag, context);
-  return fi_tsenddata(ep_.get(), buf, len, desc, cq_data(tag, len), peer,
-                      signature_in_data_ ? without_signature(tag) : tag, context);
+  return fi_tsenddata(ep_.get(), buf, len, desc, cq_data(tag, len), peer, matched_tag(tag),
+                      context);
 }
 
 ssize_t FabricTransport::post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag) {
   if (!signature_in_data_ && !length_in_data_) return fi_tinject(ep_.get(), buf, len, peer, tag);
-  return fi_tinjectdata(ep_.get(), buf, len, cq_data(tag, len), peer,
-                        signature_in_data_ ? without_signature(tag) : tag);
+  return fi_tinjectdata(ep_.get(), buf, len, cq_data(tag, len), peer, matched_tag(tag));
 }
 
 ssize_t FabricTransport::post_trecv(void* buf, size_t len, void* desc, uint64_t tag,
                                     uint64_t ignore, void* context) {
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
-  if (signature_in_data_) {
-    tag = without_signature(tag);
-    ignore &= ~kSignatureMask;
-  }
-  return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, context);
+  if (signature_in_data_) ignore &= ~kSignatureMask;
+  return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, matched_tag(tag), ignore, context);
 }
 
 uint64_t FabricTransport::arrived_tag(uint64_t tag, uint64_t flags, uint64_t data) const {
   if (!signature_in_data_ || !(flags & FI_REMOTE_CQ_DATA)) return tag;
-  return without_signature(tag) |
-         (((data & ((1u << kSignatureBits) - 1)) << kSignatureShift) & kSignatureMask);
+  return with_signature(tag, static_cast<uint32_t>(data));
 }
 
 }  // namespace efacoll
