@@ -77,6 +77,9 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuff
                const StagedSpans& spans, const Call& call) {
   Comm* ec = nullptr;
   Status st = engine_comm(comm, &ec);
+  if (!st.is_ok() && st.code() != Code::kUnsupported) {
+    st = Status(st.code(), std::string(coll_name(args.kind)) + ": " + st.message());
+  }
   if (st.is_ok()) {
     auto t0 = std::chrono::steady_clock::now();
     st = ec->run(args);

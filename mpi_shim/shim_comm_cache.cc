@@ -1,37 +1,84 @@
 // Engine communicators cached on MPI communicators with an attribute: created on first use,
 // freed by the attribute's delete callback (MPI_Comm_free) or at MPI_Finalize.
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "common/log.h"
+#include "core/executor.h"
 #include "mpi_shim/shim.h"
 
 namespace efacoll {
 namespace shim {
 namespace {
 
+// Buffers of an exchange given up on, which MPI may still write: kept, and reachable, to the end.
+void keep_for_mpi(std::unique_ptr<std::vector<uint8_t>> buffer) {
+  static auto* kept = new std::vector<std::unique_ptr<std::vector<uint8_t>>>();
+  static auto* m = new std::mutex();
+  std::lock_guard<std::mutex> lock(*m);
+  kept->push_back(std::move(buffer));
+}
+
+// The members' exchange runs through the host MPI. Nonblocking and under EFACOLL_TIMEOUT like
+// every other wait, so that a rank whose peers never make this call (one skipped it, or went
+// on to MPI_Finalize) gets an error instead of waiting as long as MPI would.
 class MpiBootstrap : public Bootstrap {
  public:
-  explicit MpiBootstrap(MPI_Comm comm) : comm_(comm) {
+  MpiBootstrap(MPI_Comm comm, std::chrono::milliseconds timeout) : comm_(comm), timeout_(timeout) {
     PMPI_Comm_rank(comm, &rank_);
     PMPI_Comm_size(comm, &size_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool abandoned() const { return abandoned_; }
   Status allgather(const void* in, size_t bytes, void* out) override {
-    int rc = PMPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
-                            MPI_BYTE, comm_);
-    if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Allgather failed");
-    return Status::ok();
+    // MPI's own copies: a pending collective can neither be canceled nor freed, so on a
+    // timeout these stay for MPI to finish with, while the caller's buffers go.
+    auto mine = std::make_unique<std::vector<uint8_t>>(static_cast<const uint8_t*>(in),
+                                                       static_cast<const uint8_t*>(in) + bytes);
+    auto all = std::make_unique<std::vector<uint8_t>>(bytes * size_);
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = PMPI_Iallgather(mine->data(), static_cast<int>(bytes), MPI_BYTE, all->data(),
+                             static_cast<int>(bytes), MPI_BYTE, comm_, &request);
+    if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Iallgather failed");
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    IdleBackoff backoff;
+    for (;;) {
+      int done = 0;
+      rc = PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Test failed");
+      if (done) {
+        std::memcpy(out, all->data(), all->size());
+        return Status::ok();
+      }
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      backoff.idle();
+    }
+    keep_for_mpi(std::move(mine));
+    keep_for_mpi(std::move(all));
+    abandoned_ = true;
+    return Status(Code::kTimeout,
+                  "efacoll's set-up of this communicator: not every member "
+                  "joined within EFACOLL_TIMEOUT (" +
+                      std::to_string(timeout_.count() / 1000) +
+                      " s); one skipped this call, made another collective, or "
+                      "finalized");
   }
 
  private:
   MPI_Comm comm_;
+  std::chrono::milliseconds timeout_;
   int rank_ = 0, size_ = 0;
+  bool abandoned_ = false;
 };
 
 struct Cached {
   MPI_Comm comm;
-  std::unique_ptr<Comm> engine_comm;  // null: set-up failed, this communicator uses MPI
+  std::unique_ptr<Comm> engine_comm;  // null: set-up failed, this communicator uses MPI...
+  // ...unless set-up was given up on with MPI's exchange still pending: then every later call
+  // fails too, since a call passed to MPI could match that exchange on a late member.
+  Status abandoned;
 };
 
 std::set<Cached*>& live() {
@@ -69,13 +116,20 @@ Status engine_comm(MPI_Comm comm, Comm** out) {
   int found = 0;
   PMPI_Comm_get_attr(comm, s.keyval, &value, &found);
   if (found) {
-    *out = static_cast<Cached*>(value)->engine_comm.get();
-    return *out ? Status::ok() : Status(Code::kUnsupported, "communicator set-up failed earlier");
+    auto* cached = static_cast<Cached*>(value);
+    *out = cached->engine_comm.get();
+    if (*out) return Status::ok();
+    if (!cached->abandoned.is_ok()) return cached->abandoned;
+    return Status(Code::kUnsupported, "communicator set-up failed earlier");
   }
-  auto* cached = new Cached{comm, nullptr};
-  MpiBootstrap bootstrap(comm);
+  auto* cached = new Cached{comm, nullptr, Status::ok()};
+  MpiBootstrap bootstrap(comm, s.engine->config().timeout);
   Status st = s.engine->create_comm(bootstrap, &cached->engine_comm);
-  if (!st.is_ok()) {
+  if (bootstrap.abandoned()) {
+    cached->abandoned = Status(Code::kTimeout,
+                               "communicator unusable: efacoll's set-up of it timed out earlier "
+                               "(not every member joined within EFACOLL_TIMEOUT)");
+  } else if (!st.is_ok()) {
     // Every member saw the same blobs, so every member takes this path: the communicator stays
     // with MPI for good.
     EFACOLL_WARN(kInit, "communicator set-up failed, its collectives go to MPI: %s",

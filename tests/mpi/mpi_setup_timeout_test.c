@@ -1,0 +1,112 @@
+/* A communicator's first efacoll call sets efacoll up on it through the host MPI. Here the last
+ * rank never makes that call: in case "skip" it waits in a barrier on MPI_COMM_WORLD instead,
+ * in case "finalize" it goes straight on to MPI_Finalize. The other ranks (MPI_ERRORS_RETURN)
+ * must get an error within EFACOLL_TIMEOUT, saying why, instead of waiting as long as MPI
+ * would; the next call on that communicator must fail at once too, never reach MPI (where it
+ * could match the exchange left pending); and MPI_COMM_WORLD must still work.
+ * Usage: mpi_setup_timeout_test skip|finalize. Exit 0 pass, 1 fail. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kTimeoutSeconds = 3, kCount = 1000 };
+
+static int expect_error(const char* what, int rc, double seconds, double at_least, double at_most,
+                        const char* said, int rank) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (rc != MPI_SUCCESS) MPI_Error_string(rc, text, &len);
+  int failed = 0;
+  if (rc == MPI_SUCCESS) {
+    printf("FAIL %s: rank %d returned MPI_SUCCESS\n", what, rank);
+    failed = 1;
+  } else if (seconds < at_least || seconds > at_most) {
+    printf("FAIL %s: rank %d erred after %.2f s, not within [%.1f, %.1f] s\n", what, rank, seconds,
+           at_least, at_most);
+    failed = 1;
+  } else if (!strstr(text, said)) {
+    printf("FAIL %s: rank %d's error does not say \"%s\": %s\n", what, rank, said, text);
+    failed = 1;
+  }
+  printf("%s %s rank %d: %.2f s: %s\n", failed ? "FAIL" : "ok", what, rank, seconds, text);
+  return failed;
+}
+
+/* The ranks that make the call; the last rank has left (finalize) or waits in a barrier (skip). */
+static int callers(int rank, int size, int finalize) {
+  MPI_Comm comm;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int in[kCount], out[kCount];
+  for (int i = 0; i < kCount; ++i) in[i] = rank + i;
+  memcpy(out, in, sizeof(out));
+  double t0 = MPI_Wtime();
+  int rc = MPI_Allreduce(MPI_IN_PLACE, out, kCount, MPI_INT, MPI_SUM, comm);
+  int failed = expect_error("setup_timeout/first-call", rc, MPI_Wtime() - t0, kTimeoutSeconds - 0.5,
+                            kTimeoutSeconds + 10, "not every member joined", rank);
+  t0 = MPI_Wtime();
+  rc = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, comm);
+  failed |= expect_error("setup_timeout/next-call", rc, MPI_Wtime() - t0, 0, 1, "unusable", rank);
+  /* The communicator stays unfreed: MPI_Comm_free is collective, and its exchange is pending. */
+  if (!finalize) {
+    /* MPI_COMM_WORLD is a communicator of its own: its calls still work, exactly. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    rc = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < kCount && rc == MPI_SUCCESS; ++i) {
+      const int want = size * (size - 1) / 2 + size * i;
+      if (out[i] != want) {
+        printf("FAIL setup_timeout/world: rank %d: [%d] = %d, want %d\n", rank, i, out[i], want);
+        failed = 1;
+        break;
+      }
+    }
+    if (rc != MPI_SUCCESS) {
+      printf("FAIL setup_timeout/world: rank %d: rc %d\n", rank, rc);
+      failed = 1;
+    }
+  }
+  return failed;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (strcmp(argv[1], "skip") && strcmp(argv[1], "finalize"))) {
+    fprintf(stderr, "usage: mpi_setup_timeout_test skip|finalize\n");
+    return 2;
+  }
+  const int finalize = !strcmp(argv[1], "finalize");
+  char timeout[16];
+  snprintf(timeout, sizeof(timeout), "%d", kTimeoutSeconds);
+  setenv("EFACOLL_TIMEOUT", timeout, 1); /* read at MPI_Init */
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int failed = 0;
+  if (rank == size - 1) {
+    MPI_Comm comm; /* MPI_Comm_split is the host MPI's: every rank makes it */
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm);
+    if (!finalize) {
+      PMPI_Barrier(MPI_COMM_WORLD);
+      int in[kCount], out[kCount];
+      for (int i = 0; i < kCount; ++i) in[i] = rank + i;
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+      failed = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+      for (int i = 0; i < kCount && !failed; ++i) {
+        failed = out[i] != size * (size - 1) / 2 + size * i;
+      }
+      if (failed) printf("FAIL setup_timeout/world: rank %d\n", rank);
+    }
+  } else {
+    failed = callers(rank, size, finalize);
+  }
+  fflush(stdout);
+  if (!finalize) {
+    int any = 0;
+    PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    failed = any;
+  }
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}
