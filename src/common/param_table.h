@@ -52,8 +52,9 @@
     "separated by commas (e.g. rdmap79s0-rdm, or tcp's eth0,lo). Without EFA: the provider's "    \
     "first domain.")                                                                              \
   X(kProtocol, "EFACOLL_PROTOCOL", kText, "auto",                                                 \
-    "auto (one-sided RDMA writes where the provider writes natively: EFA on p5 with libfabric "   \
-    ">= 1.18), send (tagged messages only) or rdma (one-sided writes for large messages).")       \
+    "auto (one-sided RDMA writes where the provider writes natively, EFA on p5 with libfabric "   \
+    ">= 1.18, and on shm, which a message longer than its receive stops for good), send (tagged " \
+    "messages only) or rdma (one-sided writes for large messages).")                              \
   X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
     "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
     "are sent.")                                                                                  \

@@ -176,8 +176,8 @@ TEST_P(FabricPair, TooLongMessageIsReportedAsTruncation) {
 TEST_P(FabricPair, AfterATruncationTheNextMessageStillArrives) {
   if (provider() == "shm" && !rdma()) {
     GTEST_SKIP() << "shm with only the two-sided protocol stops for good after a truncation "
-                    "(libfabric 1.17); efacoll's default there is the one-sided protocol from "
-                    "the inject size, with bounce receives below it";
+                    "(libfabric 1.17); efacoll's default there is the one-sided protocol, with "
+                    "bounce receives below its threshold";
   }
   // tcp;ofi_rxm drops the connection instead (an error, not a wait): the next send may fail.
   const bool connection_lost = provider() == "tcp";
@@ -388,6 +388,21 @@ INSTANTIATE_TEST_SUITE_P(Providers, FabricPair,
                            return std::get<0>(info.param) +
                                   (std::get<1>(info.param) ? "_rdma" : "_send");
                          });
+
+// EFACOLL_PROTOCOL=auto: one-sided only where the provider writes natively (EFA on p5, not here)
+// or where a message longer than its receive would stop the provider (shm 1.17), which the
+// one-sided protocol with bounce receives never sends.
+TEST(FabricProtocol, AutoWritesOnlyWhereATruncationWouldStopTheProvider) {
+  for (const char* provider : {"tcp", "shm", "udp"}) {
+    if (!provider_available(provider)) continue;
+    SCOPED_TRACE(provider);
+    FiInfoPtr info;
+    ASSERT_TRUE(find_provider(provider, &info).is_ok());
+    std::unique_ptr<Transport> t;
+    ASSERT_TRUE(open_fabric_transport(info.get(), FabricOptions(), &t).is_ok());
+    EXPECT_EQ(t->info().rdma, std::string(provider) == "shm");
+  }
+}
 
 // Collectives over real endpoints: a reduced matrix (the full one runs on loopback).
 struct CollCase {

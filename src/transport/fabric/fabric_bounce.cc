@@ -5,8 +5,9 @@
 // exactly such messages. With the one-sided protocol (EFACOLL_PROTOCOL=rdma), whose writes fit the
 // receiver's clear-to-send by construction, the messages left two-sided (below
 // EFACOLL_RDMA_THRESHOLD) land in a buffer as long as any of them can be, then are copied out, a
-// longer one reported as a truncation: no receive is ever shorter than its message. Not the default
-// there. (The stall once seen with it on shm was the executor's posting order: core/executor.cc.)
+// longer one reported as a truncation: no receive is ever shorter than its message. The default
+// there (EFACOLL_PROTOCOL=auto). (The stall once seen with it on shm was the executor's posting
+// order: core/executor.cc.)
 #include <rdma/fi_domain.h>
 #include <rdma/fi_tagged.h>
 
