@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/executor.h"
 #include "mpi_shim/shim.h"
@@ -11,14 +12,6 @@
 namespace efacoll {
 namespace shim {
 namespace {
-
-// Buffers of an exchange given up on, which MPI may still write: kept, and reachable, to the end.
-void keep_for_mpi(std::unique_ptr<std::vector<uint8_t>> buffer) {
-  static auto* kept = new std::vector<std::unique_ptr<std::vector<uint8_t>>>();
-  static auto* m = new std::mutex();
-  std::lock_guard<std::mutex> lock(*m);
-  kept->push_back(std::move(buffer));
-}
 
 // The members' exchange runs through the host MPI. Nonblocking and under EFACOLL_TIMEOUT like
 // every other wait, so that a rank whose peers never make this call (one skipped it, or went
@@ -55,8 +48,9 @@ class MpiBootstrap : public Bootstrap {
       if (std::chrono::steady_clock::now() >= deadline) break;
       backoff.idle();
     }
-    keep_for_mpi(std::move(mine));
-    keep_for_mpi(std::move(all));
+    // MPI may still write them: kept reachable to the end.
+    keep_alive(std::move(mine));
+    keep_alive(std::move(all));
     abandoned_ = true;
     return Status(Code::kTimeout,
                   "efacoll's set-up of this communicator: not every member "

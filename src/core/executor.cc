@@ -10,6 +10,7 @@
 #include <queue>
 #include <set>
 
+#include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/call_signature.h"
 #include "core/peer_watch.h"
@@ -410,7 +411,7 @@ Status Executor::fail_with_cleanup(Status error) {
     for (size_t i = 0; i < s_.ops.size(); ++i)
       slots_[i].fn = [](Completion*, const Status&, size_t) {};
     EFACOLL_WARN(kNet, "%s: %zu operations could not be canceled", ctx_.what.c_str(), in_flight_);
-    slots_.release();
+    keep_alive(std::move(slots_));
   }
   if (watch_.in_flight() > 0) watch_.abandon();
   return error;

@@ -1,5 +1,6 @@
 #include "core/peer_watch.h"
 
+#include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/call_signature.h"
 #include "transport/tag.h"
@@ -47,7 +48,7 @@ PeerWatch::~PeerWatch() {
 
 void PeerWatch::abandon() {
   for (Slot& s : *slots_) s.fn = [](Completion*, const Status&, size_t) {};
-  slots_.release();
+  keep_alive(std::move(slots_));
   slots_.reset(new std::deque<Slot>);
   in_flight_ = looks_in_flight_ = 0;
 }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/kept_alive.h"
 #include "efacoll/status.h"
 #include "transport/fabric/fabric_transport.h"
 
@@ -32,8 +33,11 @@ class Fid {
     if (p_) fi_close(&p_->fid);
     p_ = nullptr;
   }
-  // Forgets the object, open: for one the provider still works on (see ~FabricTransport).
-  void leak() { p_ = nullptr; }
+  // Leaves the object open for good: one the provider still works on (see ~FabricTransport).
+  void leak() {
+    keep_alive_pointer(p_);
+    p_ = nullptr;
+  }
 
  private:
   T* p_ = nullptr;

@@ -29,8 +29,8 @@ FabricTransport::~FabricTransport() {
   if (held > 0) {
     EFACOLL_WARN(kNet, "%zu operations still held by provider %s: its endpoint is left open", held,
                  info_.provider.c_str());
-    for (auto& slab : slabs_) slab.release();
-    for (auto& b : bounces_) b.release();
+    for (auto& slab : slabs_) keep_alive(std::move(slab));
+    for (auto& b : bounces_) keep_alive(std::move(b));
     ep_.leak();
     av_.leak();
     cq_.leak();
