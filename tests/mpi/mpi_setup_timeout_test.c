@@ -35,6 +35,25 @@ static int expect_error(const char* what, int rc, double seconds, double at_leas
   return failed;
 }
 
+/* MPI_COMM_WORLD is a communicator of its own: its calls still work, exactly (every rank's `in`
+ * is rank + i). */
+static int world_allreduce_exact(int rank, int size, const int* in, int* out) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int rc = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) {
+    printf("FAIL setup_timeout/world: rank %d: rc %d\n", rank, rc);
+    return 1;
+  }
+  for (int i = 0; i < kCount; ++i) {
+    const int want = size * (size - 1) / 2 + size * i;
+    if (out[i] != want) {
+      printf("FAIL setup_timeout/world: rank %d: [%d] = %d, want %d\n", rank, i, out[i], want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The ranks that make the call; the last rank has left (finalize) or waits in a barrier (skip).
  * Named for tests/sanitize/lsan.supp: the communicator and the host MPI's state of the exchange
  * left pending here can never be freed. */
@@ -54,22 +73,8 @@ static int members_left_waiting(int rank, int size, int finalize) {
   failed |= expect_error("setup_timeout/next-call", rc, MPI_Wtime() - t0, 0, 1, "unusable", rank);
   /* The communicator stays unfreed: MPI_Comm_free is collective, and its exchange is pending. */
   if (!finalize) {
-    /* MPI_COMM_WORLD is a communicator of its own: its calls still work, exactly. */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     PMPI_Barrier(MPI_COMM_WORLD);
-    rc = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    for (int i = 0; i < kCount && rc == MPI_SUCCESS; ++i) {
-      const int want = size * (size - 1) / 2 + size * i;
-      if (out[i] != want) {
-        printf("FAIL setup_timeout/world: rank %d: [%d] = %d, want %d\n", rank, i, out[i], want);
-        failed = 1;
-        break;
-      }
-    }
-    if (rc != MPI_SUCCESS) {
-      printf("FAIL setup_timeout/world: rank %d: rc %d\n", rank, rc);
-      failed = 1;
-    }
+    failed |= world_allreduce_exact(rank, size, in, out);
   }
   return failed;
 }
@@ -86,10 +91,7 @@ static int late_member(int rank, int size, int finalize) {
   PMPI_Barrier(MPI_COMM_WORLD);
   int in[kCount], out[kCount];
   for (int i = 0; i < kCount; ++i) in[i] = rank + i;
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int failed = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
-  for (int i = 0; i < kCount && !failed; ++i) failed = out[i] != size * (size - 1) / 2 + size * i;
-  if (failed) printf("FAIL setup_timeout/world: rank %d\n", rank);
+  int failed = world_allreduce_exact(rank, size, in, out);
   /* Its set-up exchange meets the one the others left pending; the call itself meets nobody. */
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   const double t0 = MPI_Wtime();

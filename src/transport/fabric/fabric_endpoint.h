@@ -34,7 +34,7 @@ class Fid {
     p_ = nullptr;
   }
   // Leaves the object open for good: one the provider still works on (see ~FabricTransport).
-  void leak() {
+  void keep_open() {
     keep_alive_pointer(p_);
     p_ = nullptr;
   }

@@ -31,11 +31,11 @@ FabricTransport::~FabricTransport() {
                  info_.provider.c_str());
     for (auto& slab : slabs_) keep_alive(std::move(slab));
     for (auto& b : bounces_) keep_alive(std::move(b));
-    ep_.leak();
-    av_.leak();
-    cq_.leak();
-    domain_.leak();
-    fabric_.leak();
+    ep_.keep_open();
+    av_.keep_open();
+    cq_.keep_open();
+    domain_.keep_open();
+    fabric_.keep_open();
     return;
   }
   ep_.reset();
