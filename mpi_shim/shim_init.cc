@@ -179,11 +179,13 @@ void log_what_is_used(const Params& p, const std::string& gpu_note) {
   const std::string& version = mpi_library_version();
   const std::string mpi = version.substr(0, version.find_first_of(",\n"));
   const bool gpu = state().engine->gpu() != nullptr;
+  const std::string hmem =
+      std::string(ti.hmem ? "yes" : "no") + (ti.hmem_note.empty() ? "" : " (" + ti.hmem_note + ")");
   EFACOLL_INFO(kInit,
                "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
                "protocol %s, GPU path %s, MR local %s, inject %zu B, host buffers %s, MPI %s%s",
                "0.1.0", ti.provider.c_str(), ti.fabric.c_str(), ti.domain.c_str(),
-               ti.version.c_str(), ti.hmem ? "yes" : "no", ti.rdma ? "RDMA write + send" : "send",
+               ti.version.c_str(), hmem.c_str(), ti.rdma ? "RDMA write + send" : "send",
                !gpu ? gpu_note.c_str()
                     : (ti.hmem ? "direct (GPUDirect RDMA)" : "staged through pinned host memory"),
                ti.needs_local_mr ? "yes" : (config_force_mr_local() ? "forced" : "no"),
@@ -221,8 +223,8 @@ int open_engine() {
   if (st.is_ok()) st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
   if (st.is_ok()) {
     const TransportInfo& ti = transport->info();
-    GdrDecision gdr =
-        decide_gdr(ti.provider, ti.hmem, gpu != nullptr, topo.product, p.flag(Param::kRequireGdr));
+    GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr, topo.product,
+                                 p.flag(Param::kRequireGdr), ti.hmem_note);
     if (!gdr.ok) st = Status(Code::kUnsupported, gdr.error);
     if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
   }

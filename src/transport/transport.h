@@ -38,8 +38,9 @@ struct TransportInfo {
   std::string provider;
   std::string fabric;
   std::string domain;
-  std::string version;  // libfabric's
-  bool hmem = false;    // FI_HMEM: device memory can be handed to the provider
+  std::string version;    // libfabric's
+  bool hmem = false;      // FI_HMEM: device memory can be handed to the provider
+  std::string hmem_note;  // what the provider said of GPUDirect RDMA (policy/gdr_policy.h)
   bool needs_local_mr = false;
   size_t inject_size = 0;
   size_t max_msg_size = SIZE_MAX;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
@@ -150,6 +151,39 @@ TEST(GdrPolicy, NoWarningWhereGpuDirectIsNotExpected) {
   EXPECT_TRUE(decide_gdr("tcp", false, true, "p5.48xlarge", false).warning.empty());
   EXPECT_TRUE(decide_gdr("efa", false, true, "g5.48xlarge", false).warning.empty());
   EXPECT_TRUE(decide_gdr("efa", false, false, "p5.48xlarge", false).warning.empty());
+}
+
+TEST(GdrPolicy, ProviderThatCannotDropCudaCallsLosesFiHmemAndSaysWhy) {
+  // fi_setopt(FI_OPT_CUDA_API_PERMITTED, false) on an FI_HMEM endpoint, as efa answers it.
+  const HmemOptOut no_p2p = judge_cuda_api_opt_out(-EOPNOTSUPP);
+  EXPECT_FALSE(no_p2p.keep_hmem);
+  EXPECT_NE(no_p2p.note.find("no peer-to-peer"), std::string::npos);
+  const HmemOptOut no_cuda = judge_cuda_api_opt_out(-EINVAL);
+  EXPECT_FALSE(no_cuda.keep_hmem);
+  EXPECT_NE(no_cuda.note.find("no CUDA library or device"), std::string::npos);
+  // The warning on a p5 then says why instead of "has no FI_HMEM", and the requirement fails.
+  GdrDecision d = decide_gdr("efa", no_p2p.keep_hmem, true, "p5.48xlarge", false, no_p2p.note);
+  EXPECT_TRUE(d.ok);
+  EXPECT_EQ(d.warning.find("has no FI_HMEM"), std::string::npos) << d.warning;
+  EXPECT_NE(d.warning.find("provider efa offers FI_HMEM but cannot reach GPU memory"),
+            std::string::npos)
+      << d.warning;
+  EXPECT_EQ(d.warning.find("libfabric with CUDA support"), std::string::npos) << d.warning;
+  d = decide_gdr("efa", no_p2p.keep_hmem, true, "p5.48xlarge", true, no_p2p.note);
+  EXPECT_FALSE(d.ok);
+  EXPECT_NE(d.error.find("EFACOLL_REQUIRE_GDR=1 but provider efa offers FI_HMEM"),
+            std::string::npos)
+      << d.error;
+}
+
+TEST(GdrPolicy, CudaCallsDroppedConfirmGpuDirectAndOldLibfabricKeepsFiHmem) {
+  const HmemOptOut ok = judge_cuda_api_opt_out(0);
+  EXPECT_TRUE(ok.keep_hmem);
+  EXPECT_NE(ok.note.find("GPUDirect RDMA"), std::string::npos);
+  // libfabric < 1.18 knows no such option; its efa offers FI_HMEM only with GPUDirect.
+  const HmemOptOut old = judge_cuda_api_opt_out(-ENOPROTOOPT);
+  EXPECT_TRUE(old.keep_hmem);
+  EXPECT_TRUE(old.note.empty());
 }
 
 }  // namespace

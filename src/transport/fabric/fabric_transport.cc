@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common/log.h"
+#include "policy/gdr_policy.h"
 #include "transport/fabric/fabric_endpoint.h"
 #include "transport/fabric/shm_name.h"
 
@@ -91,6 +92,14 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   if (rc) return fabric_error("fi_ep_bind(cq)", rc);
   rc = fi_ep_bind(ep_.get(), &av_.get()->fid, 0);
   if (rc) return fabric_error("fi_ep_bind(av)", rc);
+  if (info_.hmem) {
+    const bool permitted = false;
+    const HmemOptOut v = judge_cuda_api_opt_out(fi_setopt(
+        &ep_.get()->fid, FI_OPT_ENDPOINT, kOptCudaApiPermitted, &permitted, sizeof(permitted)));
+    info_.hmem = v.keep_hmem;
+    info_.hmem_note = v.note;
+    if (!v.note.empty()) EFACOLL_INFO(kNet, "%s: %s", info_.provider.c_str(), v.note.c_str());
+  }
   if (info_.provider == "shm") {
     const std::string name = unique_shm_name();
     rc = fi_setname(&ep_.get()->fid, const_cast<char*>(name.c_str()), name.size() + 1);

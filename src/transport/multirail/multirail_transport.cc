@@ -14,6 +14,7 @@ MultiRailTransport::MultiRailTransport(std::vector<std::unique_ptr<Transport>> r
     info_.max_msg_size = std::min(info_.max_msg_size, ri.max_msg_size);
     info_.max_posted = std::min(info_.max_posted, ri.max_posted);  // rails share no queue, but
                                                                    // one may take them all
+    if (info_.hmem && !ri.hmem) info_.hmem_note = ri.hmem_note;    // why this rail lost it
     info_.hmem = info_.hmem && ri.hmem;
     info_.needs_local_mr = info_.needs_local_mr || ri.needs_local_mr;
     info_.rdma = info_.rdma && ri.rdma;
