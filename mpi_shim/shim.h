@@ -54,6 +54,9 @@ std::unique_lock<std::mutex> engine_lock();
 // --- types (shim_types.cc) ---
 bool map_reduce_type(MPI_Datatype type, DType* out);
 bool map_op(MPI_Op op, ROp* out);
+// A Fortran numeric type with an op the standard defines on its group (MPI_REAL with MPI_SUM,
+// MPI_INTEGER with MPI_BAND...); false for every other pair, which MPI then judges.
+bool map_fortran_reduction(MPI_Datatype type, MPI_Op op, DType* dtype, ROp* rop);
 // A predefined type without holes, for data that is only moved: its size in bytes.
 bool plain_type_size(MPI_Datatype type, size_t* out);
 

@@ -17,7 +17,8 @@
 //     say "the same buffer")
 //
 // Left to MPI: (type, op) pairs with a derived type, a predefined type efacoll does not reduce
-// (MPI_LONG_DOUBLE, MPI_2INT, Fortran types) or an op it does not know (MINLOC, user ops).
+// (MPI_LONG_DOUBLE, MPI_2INT, MPI_LOGICAL), a Fortran type (efacoll runs only the pairs the
+// standard defines on it: map_fortran_reduction) or an op it does not know (MINLOC, user ops).
 // Not detectable: a stale copy of a freed communicator's handle. In Open MPI it points at freed
 // memory that a new communicator may take (so the value cannot tell stale from new), and any
 // query of it, ours or MPI's, reads freed memory.

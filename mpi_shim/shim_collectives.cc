@@ -32,6 +32,7 @@ const char* route_obstacle(MPI_Comm comm, const CallBuffers& b) {
 
 // Arguments are valid by now: only pairs the standard allows map to the engine's.
 const char* reduction_obstacle(MPI_Datatype type, MPI_Op op, DType* dtype, ROp* rop) {
+  if (map_fortran_reduction(type, op, dtype, rop)) return nullptr;
   if (!map_reduce_type(type, dtype)) return "datatype";
   if (!map_op(op, rop)) return "op";
   return nullptr;

@@ -31,7 +31,7 @@ struct TypeEntry {
 };
 
 // MPI-3.1 §5.9.2's C integer, floating point, logical, complex and byte groups. Fortran types
-// pass to MPI (LOGICAL's representation is the compiler's), as does long double.
+// have their own groups and ops (map_fortran_reduction); long double passes to MPI.
 const TypeEntry* type_table(size_t* n) {
   static const TypeEntry kTable[] = {
       {MPI_SIGNED_CHAR, integer_dtype<signed char>()},
@@ -107,6 +107,89 @@ bool map_op(MPI_Op op, ROp* out) {
     }
   }
   return false;
+}
+
+namespace {
+
+// MPI-3.1 §5.9.2's Fortran groups. Their sizes are the Fortran compiler's (-fdefault-integer-8,
+// -fdefault-real-8 change them), read from MPI; LOGICAL is left to MPI (its true value is the
+// compiler's), as are sizes without an engine type (REAL*16, INTEGER*16).
+enum class FortranGroup { kInteger, kFloating, kComplex };
+
+bool fortran_group(MPI_Datatype type, FortranGroup* out) {
+  static const struct {
+    MPI_Datatype type;
+    FortranGroup group;
+  } kTypes[] = {
+      {MPI_INTEGER, FortranGroup::kInteger},
+      {MPI_INTEGER1, FortranGroup::kInteger},
+      {MPI_INTEGER2, FortranGroup::kInteger},
+      {MPI_INTEGER4, FortranGroup::kInteger},
+      {MPI_INTEGER8, FortranGroup::kInteger},
+      {MPI_REAL, FortranGroup::kFloating},
+      {MPI_DOUBLE_PRECISION, FortranGroup::kFloating},
+      {MPI_REAL4, FortranGroup::kFloating},
+      {MPI_REAL8, FortranGroup::kFloating},
+      {MPI_COMPLEX, FortranGroup::kComplex},
+      {MPI_DOUBLE_COMPLEX, FortranGroup::kComplex},
+      {MPI_COMPLEX8, FortranGroup::kComplex},
+      {MPI_COMPLEX16, FortranGroup::kComplex},
+  };
+  for (const auto& e : kTypes) {
+    if (e.type == type) {
+      *out = e.group;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The ops the standard defines on each Fortran group; other pairs are MPI's to refuse.
+bool fortran_op_allowed(FortranGroup g, ROp op) {
+  switch (op) {
+    case ROp::kSum:
+    case ROp::kProd:
+      return true;
+    case ROp::kMin:
+    case ROp::kMax:
+      return g != FortranGroup::kComplex;
+    case ROp::kBand:
+    case ROp::kBor:
+    case ROp::kBxor:
+      return g == FortranGroup::kInteger;
+    default:
+      return false;
+  }
+}
+
+bool fortran_dtype(FortranGroup g, int size, DType* out) {
+  switch (g) {
+    case FortranGroup::kInteger:
+      if (size == 1) *out = DType::kInt8;
+      if (size == 2) *out = DType::kInt16;
+      if (size == 4) *out = DType::kInt32;
+      if (size == 8) *out = DType::kInt64;
+      return size == 1 || size == 2 || size == 4 || size == 8;
+    case FortranGroup::kFloating:
+      if (size == 4) *out = DType::kFloat32;
+      if (size == 8) *out = DType::kFloat64;
+      return size == 4 || size == 8;
+    case FortranGroup::kComplex:
+      if (size == 8) *out = DType::kComplex64;
+      if (size == 16) *out = DType::kComplex128;
+      return size == 8 || size == 16;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool map_fortran_reduction(MPI_Datatype type, MPI_Op op, DType* dtype, ROp* rop) {
+  FortranGroup g;
+  int size = 0;
+  return type != MPI_DATATYPE_NULL && fortran_group(type, &g) && map_op(op, rop) &&
+         fortran_op_allowed(g, *rop) && PMPI_Type_size(type, &size) == MPI_SUCCESS &&
+         fortran_dtype(g, size, dtype);
 }
 
 bool plain_type_size(MPI_Datatype type, size_t* out) {

@@ -32,6 +32,8 @@
 #   trials-hier-tcp  the same on 4 ranks as 2 nodes of 2 (the hierarchical allreduce among
 #              the candidates)
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
+#   fortran    efacoll_mpi_fortran_test, NP ranks, tcp, EFACOLL_HOST_BUFFERS=1: Fortran callers
+#              (use mpi, use mpi_f08), GPU buffers among them
 # Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
 # TOTAL_TIMEOUT (seconds for the whole run, default 560: steps that would start later are not
 # run), MPI_TEST_ARGS (extra arguments for efacoll_mpi_gpu_tests, e.g. --verbose),
@@ -70,6 +72,7 @@ fi
 LIB="$BUILD/lib/libefacoll.so"
 UNIT="$BUILD/bin/efacoll_gpu_unit_tests"
 MPITEST="$BUILD/bin/efacoll_mpi_gpu_tests"
+FORTRANTEST="$BUILD/bin/efacoll_mpi_fortran_test"
 CUPY_SCRIPT="$REPO/tests/gpu/cupy_allreduce.py"
 START=$SECONDS
 declare -a RESULT_STEP=() RESULT_STATUS=() RESULT_TIME=() RESULT_NOTE=() MPIRUN_CMD=()
@@ -268,6 +271,17 @@ if selected cupy; then
   fi
 fi
 
+if selected fortran; then
+  missing="$(need_files "$LIB" "$FORTRANTEST")"
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== fortran ===================="
+    record fortran FAIL 0 "$missing"
+  else
+    mpirun_cmd "$NP" tcp EFACOLL_HOST_BUFFERS=1 -- "$FORTRANTEST"
+    run_step fortran mpi "${MPIRUN_CMD[@]}"
+  fi
+fi
+
 # --- summary ---
 echo
 echo "==================== summary ===================="
@@ -279,7 +293,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp cupy)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp cupy fortran)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
-          libhwloc-dev googletest libgtest-dev gnuplot-nox)  # gnuplot: efacoll-bench --plot
+          libhwloc-dev googletest libgtest-dev gnuplot-nox  # gnuplot: efacoll-bench --plot
+          gfortran)  # the test of Fortran callers
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,6 +31,12 @@ static const test_type kTypes[] = {
     {MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", 2 * sizeof(float), TK_COMPLEX},
     {MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", 2 * sizeof(double), TK_COMPLEX},
     {MPI_BYTE, "MPI_BYTE", 1, TK_BYTE},
+    /* Fortran's, callable from C too; sizes as this MPI's Fortran compiler has them (checked). */
+    {MPI_INTEGER, "MPI_INTEGER", sizeof(int), TK_INT},
+    {MPI_INTEGER8, "MPI_INTEGER8", 8, TK_INT},
+    {MPI_REAL, "MPI_REAL", sizeof(float), TK_FLOAT},
+    {MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", sizeof(double), TK_FLOAT},
+    {MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", 2 * sizeof(double), TK_COMPLEX},
 };
 
 static const test_op kOps[] = {
@@ -71,6 +77,11 @@ const test_op* find_op(MPI_Op op) {
 
 static int is_op(const test_op* op, MPI_Op which) { return op->op == which; }
 
+/* Logical ops are defined on C integers, not on Fortran's (MPI-3.1 section 5.9.2). */
+static int is_fortran_integer(MPI_Datatype type) {
+  return type == MPI_INTEGER || type == MPI_INTEGER8;
+}
+
 int pair_allowed(const test_type* t, const test_op* op) {
   int minmax = is_op(op, MPI_MIN) || is_op(op, MPI_MAX);
   int arith = is_op(op, MPI_SUM) || is_op(op, MPI_PROD);
@@ -78,7 +89,7 @@ int pair_allowed(const test_type* t, const test_op* op) {
   int bitwise = is_op(op, MPI_BAND) || is_op(op, MPI_BOR) || is_op(op, MPI_BXOR);
   switch (t->kind) {
     case TK_INT:
-    case TK_UINT: return 1;
+    case TK_UINT: return !(logical && is_fortran_integer(t->type));
     case TK_FLOAT: return minmax || arith;
     case TK_BOOL: return logical;
     case TK_COMPLEX: return arith;
@@ -291,8 +302,21 @@ static void pair_counts(const test_type* t, int size, red_coll coll, int* counts
   *n = k;
 }
 
+/* The table's sizes are what this MPI says (Fortran's depend on its compiler's options). */
+static void check_type_sizes(void) {
+  static int checked;
+  if (checked++) return;
+  for (int ti = 0; ti < COUNT_OF(kTypes); ++ti) {
+    int bytes = 0;
+    PMPI_Type_size(kTypes[ti].type, &bytes);
+    tu_check(bytes == (int)kTypes[ti].size, "type table", "%s is %d bytes here, not %zu",
+             kTypes[ti].name, bytes, kTypes[ti].size);
+  }
+}
+
 void reduction_cases_full(MPI_Comm comm, const char* comm_name) {
   int size;
+  check_type_sizes();
   PMPI_Comm_size(comm, &size);
   for (int ti = 0; ti < COUNT_OF(kTypes); ++ti) {
     const test_type* t = &kTypes[ti];

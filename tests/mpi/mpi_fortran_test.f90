@@ -1,0 +1,28 @@
+! Fortran codes calling the four collectives, under mpirun with efacoll preloaded: Open MPI's
+! Fortran library calls PMPI_* itself, so only efacoll's own Fortran entry points bring these
+! calls to it (mpi_shim/shim_fortran.cc). Prints "N passed, M failed" (checks, all ranks);
+! exit 0 pass, 1 fail, 77 skipped (efacoll not loaded).
+program mpi_fortran_test
+  use mpi
+  use fortran_checks
+  implicit none
+  integer :: ierr, rank, nranks, counts(2), totals(2)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  if (engine_calls(k_allreduce) < 0) then
+    if (rank == 0) print '(a)', 'SKIP: efacoll is not preloaded (no efacoll_get_counters)'
+    call MPI_Finalize(ierr)
+    stop 77
+  end if
+  call read_host_buffers_setting()
+  call legacy_cases(rank, nranks)
+  call f08_cases(rank, nranks)
+  call gpu_cases(rank, nranks)
+  ! Gathered through PMPI, outside efacoll.
+  counts = [checks - failures, failures]
+  call PMPI_Allreduce(counts, totals, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(i0,a,i0,a)', totals(1), ' passed, ', totals(2), ' failed'
+  call MPI_Finalize(ierr)
+  if (totals(2) /= 0) stop 1
+end program mpi_fortran_test
