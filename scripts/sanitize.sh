@@ -24,6 +24,10 @@ run_asan() {
   cmake --build "$build" -j"${JOBS:-2}" --target efacoll efacoll_unit_tests efacoll_mpi_tests \
     efacoll_soak_test efacoll_threads_test efacoll_fork_test efacoll_mpi_setup_timeout_test \
     efacoll_bench
+  # The Fortran callers' test, where a Fortran compiler was found.
+  if cmake --build "$build" --target help | grep -q efacoll_mpi_fortran_test; then
+    cmake --build "$build" -j"${JOBS:-2}" --target efacoll_mpi_fortran_test
+  fi
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=1
   local t0=$SECONDS
@@ -41,7 +45,7 @@ run_asan() {
   ASAN_OPTIONS+=:verify_asan_link_order=0:fast_unwind_on_malloc=0:malloc_context_size=30
   export OMPI_MCA_mca_base_component_disable_dlclose=1
   t0=$SECONDS
-  (cd "$build" && ctest --output-on-failure --timeout 900 -R '^(mpi\.(tcp|shm|setup_timeout)\.|reliability\.)' \
+  (cd "$build" && ctest --output-on-failure --timeout 900 -R '^(mpi\.(tcp|shm|setup_timeout|fortran)\.|reliability\.)' \
      -LE long)
   echo "asan: MPI tests clean in $((SECONDS - t0)) s"
 }
