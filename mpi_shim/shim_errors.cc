@@ -1,5 +1,7 @@
 // Engine failures and bad arguments become MPI errors raised through the communicator's error
 // handler, with efacoll's message as the error string.
+#include <cstring>
+
 #include "common/log.h"
 #include "mpi_shim/shim.h"
 
@@ -52,6 +54,19 @@ int raise_code(MPI_Comm comm, int code, std::string text, bool log) {
   return code;
 }
 
+// Whether a code MPI added takes our text. MPICH 4.0 hands out codes of predefined classes at or
+// below MPI_ERR_LASTCODE whose string reads back as some other message of its own ("Invalid
+// count, error stack: ... inet_pton"): there the class itself is raised, with MPI's text for
+// it, and efacoll's text is in the log line only.
+bool takes_our_text(int code) {
+  if (code <= MPI_ERR_LASTCODE) return false;
+  char probe[] = "efacoll: error string probe";
+  char back[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  return PMPI_Add_error_string(code, probe) == MPI_SUCCESS &&
+         PMPI_Error_string(code, back, &len) == MPI_SUCCESS && std::strcmp(back, probe) == 0;
+}
+
 }  // namespace
 
 void errors_init() {
@@ -59,7 +74,8 @@ void errors_init() {
   ClassCode* table = class_codes(&n);
   for (size_t i = 0; i < n; ++i) {
     int code = table[i].error_class;
-    if (PMPI_Add_error_code(table[i].error_class, &code) == MPI_SUCCESS) table[i].code = code;
+    if (PMPI_Add_error_code(table[i].error_class, &code) == MPI_SUCCESS && takes_our_text(code))
+      table[i].code = code;
   }
 }
 

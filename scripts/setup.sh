@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
           libhwloc-dev googletest libgtest-dev gnuplot-nox  # gnuplot: efacoll-bench --plot
-          gfortran)  # the test of Fortran callers
+          gfortran  # the test of Fortran callers
+          mpich libmpich-dev)  # mpi.mpich: efacoll built against MPICH too (Open MPI stays mpicc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mpi_cases.h"
+#include "mpi_error_strings.h"
 
 enum { N = 16 }; /* items per rank */
 
@@ -233,8 +234,16 @@ static int run_bad(bad_ctx* x, int c, bad_input b, const char* comm_name) {
   }
   char prefix[64];
   snprintf(prefix, sizeof(prefix), "efacoll: %s: ", kCollFunctions[c]);
-  tu_check(strncmp(text, prefix, strlen(prefix)) == 0, name,
-           "error string \"%s\", expected \"%s...\"", text, prefix);
+  if (mpi_takes_error_strings()) {
+    tu_check(strncmp(text, prefix, strlen(prefix)) == 0, name,
+             "error string \"%s\", expected \"%s...\"", text, prefix);
+  } else {
+    /* The class itself, whose text is MPI's own (not another message of MPI's). */
+    char class_text[MPI_MAX_ERROR_STRING] = "";
+    MPI_Error_string(cls, class_text, &len);
+    tu_check(strcmp(text, class_text) == 0, name, "error string \"%s\", expected MPI's \"%s\"",
+             text, class_text);
+  }
   size_t changed = 0;
   while (changed < x->arena_bytes && x->arena[changed] == x->copy[changed]) ++changed;
   tu_check(changed == x->arena_bytes, name, "buffer byte %zu changed (send region: %zu bytes)",

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_error_strings.h"
+
 enum { kCount = 4000 };
 
 struct Case {
@@ -54,7 +56,10 @@ static int run_case(const struct Case* c, int rank, int size) {
   /* Which rank named the difference: gathered with PMPI, outside efacoll. */
   int named = strstr(text, c->said) != NULL, any_named = 0;
   PMPI_Allreduce(&named, &any_named, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0 && !any_named) {
+  if (rank == 0 && !any_named && !mpi_takes_error_strings()) {
+    printf("note mismatch/%s: this MPI's error strings cannot carry efacoll's text (see its log "
+           "lines)\n", c->name);
+  } else if (rank == 0 && !any_named) {
     printf("FAIL mismatch/%s: no rank's error says \"%s\"; rank 0's: %s\n", c->name, c->said, text);
     failed = 1;
   }

@@ -98,6 +98,18 @@ int pair_allowed(const test_type* t, const test_op* op) {
   }
 }
 
+/* Host MPIs that compare some unsigned types as signed in MIN/MAX: Open MPI 4.1.2-4.1.4
+ * MPI_UNSIGNED_LONG (open-mpi/ompi#10525); MPICH 4.0 every unsigned C type (pmodels/mpich#6083:
+ * MIN of 10 and 200 as MPI_UNSIGNED_CHAR is 200 in Debian's 4.0.2). */
+static int pmpi_minmax_is_signed(const test_type* t) {
+  if (t->kind != TK_UINT) return 0;
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000 && MPICH_NUMVERSION < 40100000
+  return 1;
+#else
+  return t->type == MPI_UNSIGNED_LONG;
+#endif
+}
+
 /* Values chosen so that every result is exact and overflow-free (Open MPI 4.1's own 8-bit
  * MPI_SUM is wrong on overflow): small sums, products of mostly 1 with rare 2 and -1, logical
  * inputs with zeros, full random bits where only comparisons and bit operations see them. */
@@ -127,9 +139,12 @@ static void gen_value(const test_type* t, MPI_Op op, uint64_t h, int rank, unsig
         v = ((h >> 4) % 4 == 0) ? 0 : 1 + (int64_t)((h >> 12) % 100);
       } else {
         v = (int64_t)h;
-        /* Open MPI 4.1.2-4.1.4 compare MPI_UNSIGNED_LONG as signed long in MIN/MAX
-         * (open-mpi/ompi#10525): keep the top bit clear so that PMPI is a valid reference. */
-        if (t->type == MPI_UNSIGNED_LONG && (op == MPI_MIN || op == MPI_MAX)) v &= INT64_MAX;
+        /* Where the host MPI compares unsigned values as signed in MIN/MAX, their top bit is
+         * kept clear so that PMPI is a valid reference. */
+        if (pmpi_minmax_is_signed(t) && (op == MPI_MIN || op == MPI_MAX) && t->size < 8)
+          v &= (INT64_C(1) << (8 * t->size - 1)) - 1;
+        else if (pmpi_minmax_is_signed(t) && (op == MPI_MIN || op == MPI_MAX))
+          v &= INT64_MAX;
       }
       memcpy(dst, &v, t->size); /* little-endian: the low bytes */
       return;

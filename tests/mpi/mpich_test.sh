@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# efacoll built against MPICH (the binary interface of Intel MPI and MVAPICH too) and run under
+# its launcher: the MPI tests (every case compared with MPICH's own PMPI_*), the mismatch test
+# and the Fortran callers' test. MPICH's Fortran library calls the C entry points itself, so
+# Fortran calls reach efacoll there without efacoll's own Fortran symbols (Open MPI only).
+# Usage: mpich_test.sh SOURCE_DIR BUILD_DIR. Exit 0 pass, 1 fail, 77 skipped (no MPICH).
+set -uo pipefail
+# The launcher's ranks inherit its environment: nothing of the caller's may leak in.
+for v in $(compgen -e | grep -E '^(EFACOLL_|FI_PROVIDER$)'); do unset "$v"; done
+src=$1
+build=$2
+if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
+  echo "SKIP: MPICH is not installed (mpicc.mpich, mpiexec.mpich)"
+  exit 77
+fi
+cmake -S "$src" -B "$build" -DEFACOLL_CUDA=OFF -DMPI_C_COMPILER=mpicc.mpich \
+  -DMPI_CXX_COMPILER=mpicxx.mpich -DMPI_Fortran_COMPILER=mpif90.mpich \
+  -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" >"$build.configure.log" 2>&1 ||
+  { tail -20 "$build.configure.log"; exit 1; }
+targets=(efacoll efacoll_mpi_tests efacoll_mpi_mismatch_test)
+# (grep -q would close the pipe early, and pipefail count cmake's broken pipe as a failure)
+if cmake --build "$build" --target help | grep -c efacoll_mpi_fortran_test >/dev/null; then
+  targets+=(efacoll_mpi_fortran_test)
+fi
+cmake --build "$build" -j2 --target "${targets[@]}" >"$build.build.log" 2>&1 ||
+  { tail -30 "$build.build.log"; exit 1; }
+
+failed=0
+# run NAME RANKS PROVIDER PROGRAM: the program's "N passed, 0 failed" line and exit status.
+run() {
+  local name=$1 ranks=$2 provider=$3 program=$4 log
+  log="$build/$name.log"
+  timeout 300 mpiexec.mpich -n "$ranks" -genv LD_PRELOAD "$build/lib/libefacoll.so" \
+    -genv EFACOLL_PROVIDER "$provider" -genv EFACOLL_HOST_BUFFERS 1 -genv EFACOLL_TIMEOUT 30 \
+    -genv EFACOLL_CHUNK_SIZE 4096 -genv EFACOLL_DEBUG INFO -genv EFACOLL_DEBUG_SUBSYS INIT \
+    "$build/bin/$program" >"$log" 2>&1
+  local rc=$?
+  if ! grep -q "MPI MPICH" "$log"; then
+    echo "FAIL $name: no efacoll INFO line naming MPICH"; failed=1
+  fi
+  if ((rc != 0)) || grep -q "^FAIL" "$log"; then
+    echo "FAIL $name: exit status $rc"; grep -m5 "^FAIL" "$log"; tail -5 "$log"; failed=1
+  else
+    echo "ok $name: $(grep -m1 -E '[0-9]+ passed, 0 failed' "$log" || echo "exit status 0")"
+  fi
+}
+run collectives.tcp.np3 3 tcp efacoll_mpi_tests
+run collectives.shm.np4 4 shm efacoll_mpi_tests
+run mismatch.tcp.np4 4 tcp efacoll_mpi_mismatch_test
+[[ -x "$build/bin/efacoll_mpi_fortran_test" ]] && run fortran.tcp.np3 3 tcp efacoll_mpi_fortran_test
+exit $failed
