@@ -1,13 +1,21 @@
 ! Fortran codes calling the four collectives, under mpirun with efacoll preloaded: Open MPI's
 ! Fortran library calls PMPI_* itself, so only efacoll's own Fortran entry points bring these
 ! calls to it (mpi_shim/shim_fortran.cc). Prints "N passed, M failed" (checks, all ranks);
-! exit 0 pass, 1 fail, 77 skipped (efacoll not loaded).
+! exit 0 pass, 1 fail, 77 skipped (efacoll not loaded). Argument init_thread: MPI_Init_thread.
 program mpi_fortran_test
   use mpi
   use fortran_checks
   implicit none
-  integer :: ierr, rank, nranks, counts(2), totals(2)
-  call MPI_Init(ierr)
+  integer :: ierr, rank, nranks, counts(2), totals(2), provided
+  character(len=16) :: how
+  ! "init_thread": start with MPI_Init_thread, which has Fortran entry points of its own
+  call get_command_argument(1, how)
+  if (how == 'init_thread') then
+    call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
+    call expect(ierr == MPI_SUCCESS .and. provided >= MPI_THREAD_FUNNELED, 'MPI_Init_thread')
+  else
+    call MPI_Init(ierr)
+  end if
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
   if (engine_calls(k_allreduce) < 0) then
