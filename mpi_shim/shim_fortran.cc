@@ -8,6 +8,7 @@
 // other MPIs' Fortran libraries have other internals, and their Fortran calls are left to them.
 #include <dlfcn.h>
 
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -23,19 +24,20 @@ struct Sentinels {
   std::vector<const void*> in_place, bottom;
 };
 
+// The addresses of those of `names` that are defined.
+std::vector<const void*> addresses_of(std::initializer_list<const char*> names) {
+  std::vector<const void*> found;
+  for (const char* name : names) {
+    if (const void* a = dlsym(RTLD_DEFAULT, name)) found.push_back(a);
+  }
+  return found;
+}
+
 const Sentinels& sentinels() {
-  static const Sentinels s = [] {
-    Sentinels found;
-    for (const char* name : {"MPI_FORTRAN_IN_PLACE", "mpi_fortran_in_place",
-                             "mpi_fortran_in_place_", "mpi_fortran_in_place__"}) {
-      if (const void* a = dlsym(RTLD_DEFAULT, name)) found.in_place.push_back(a);
-    }
-    for (const char* name : {"MPI_FORTRAN_BOTTOM", "mpi_fortran_bottom", "mpi_fortran_bottom_",
-                             "mpi_fortran_bottom__"}) {
-      if (const void* a = dlsym(RTLD_DEFAULT, name)) found.bottom.push_back(a);
-    }
-    return found;
-  }();
+  static const Sentinels s{addresses_of({"MPI_FORTRAN_IN_PLACE", "mpi_fortran_in_place",
+                                         "mpi_fortran_in_place_", "mpi_fortran_in_place__"}),
+                           addresses_of({"MPI_FORTRAN_BOTTOM", "mpi_fortran_bottom",
+                                         "mpi_fortran_bottom_", "mpi_fortran_bottom__"})};
   return s;
 }
 

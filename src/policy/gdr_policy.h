@@ -19,9 +19,6 @@ GdrDecision decide_gdr(const std::string& provider, bool hmem, bool have_gpu,
                        const std::string& product_name, bool require_gdr,
                        const std::string& hmem_lost = "");
 
-// FI_OPT_CUDA_API_PERMITTED (libfabric >= 1.18; an enum value, so no #ifdef can see it).
-constexpr int kOptCudaApiPermitted = 10;
-
 // An FI_HMEM endpoint is asked, before it is enabled, to make no CUDA calls of its own, as
 // aws-ofi-nccl asks: efa then moves GPU data only NIC<->GPU. Without GPUDirect it would copy
 // through the host with CUDA calls inside efacoll's progress loop, one message at a time,

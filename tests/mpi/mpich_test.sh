@@ -5,8 +5,8 @@
 # Fortran calls reach efacoll there without efacoll's own Fortran symbols (Open MPI only).
 # Usage: mpich_test.sh SOURCE_DIR BUILD_DIR. Exit 0 pass, 1 fail, 77 skipped (no MPICH).
 set -uo pipefail
-# The launcher's ranks inherit its environment: nothing of the caller's may leak in.
-for v in $(compgen -e | grep -E '^(EFACOLL_|FI_PROVIDER$)'); do unset "$v"; done
+# A clean environment (the launcher's ranks inherit it), check and finish.
+. "$(dirname "${BASH_SOURCE[0]}")/script_checks.sh"
 src=$1
 build=$2
 if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
@@ -25,27 +25,28 @@ fi
 cmake --build "$build" -j2 --target "${targets[@]}" >"$build.build.log" 2>&1 ||
   { tail -30 "$build.build.log"; exit 1; }
 
-failed=0
-# run NAME RANKS PROVIDER PROGRAM: the program's "N passed, 0 failed" line and exit status.
+# run NAME RANKS PROVIDER PROGRAM: efacoll's INFO line names MPICH, the program exits 0 and
+# prints no FAIL line.
 run() {
-  local name=$1 ranks=$2 provider=$3 program=$4 log
+  local name=$1 ranks=$2 provider=$3 program=$4 log rc
   log="$build/$name.log"
   timeout 300 mpiexec.mpich -n "$ranks" -genv LD_PRELOAD "$build/lib/libefacoll.so" \
     -genv EFACOLL_PROVIDER "$provider" -genv EFACOLL_HOST_BUFFERS 1 -genv EFACOLL_TIMEOUT 30 \
     -genv EFACOLL_CHUNK_SIZE 4096 -genv EFACOLL_DEBUG INFO -genv EFACOLL_DEBUG_SUBSYS INIT \
     "$build/bin/$program" >"$log" 2>&1
-  local rc=$?
-  if ! grep -q "MPI MPICH" "$log"; then
-    echo "FAIL $name: no efacoll INFO line naming MPICH"; failed=1
-  fi
-  if ((rc != 0)) || grep -q "^FAIL" "$log"; then
-    echo "FAIL $name: exit status $rc"; grep -m5 "^FAIL" "$log"; tail -5 "$log"; failed=1
-  else
+  rc=$?
+  check "$(grep -q "MPI MPICH" "$log" && echo 1 || echo 0)" "$name: no efacoll INFO line naming MPICH"
+  if ((rc == 0)) && ! grep -q "^FAIL" "$log"; then
+    check 1 ""
     echo "ok $name: $(grep -m1 -E '[0-9]+ passed, 0 failed' "$log" || echo "exit status 0")"
+  else
+    check 0 "$name: exit status $rc"
+    grep -m5 "^FAIL" "$log"
+    tail -5 "$log"
   fi
 }
 run collectives.tcp.np3 3 tcp efacoll_mpi_tests
 run collectives.shm.np4 4 shm efacoll_mpi_tests
 run mismatch.tcp.np4 4 tcp efacoll_mpi_mismatch_test
 [[ -x "$build/bin/efacoll_mpi_fortran_test" ]] && run fortran.tcp.np3 3 tcp efacoll_mpi_fortran_test
-exit $failed
+finish

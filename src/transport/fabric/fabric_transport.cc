@@ -14,6 +14,12 @@
 #include "transport/fabric/shm_name.h"
 
 namespace efacoll {
+namespace {
+
+// FI_OPT_CUDA_API_PERMITTED (libfabric >= 1.18; an enum value, so no #ifdef can see it).
+constexpr int kOptCudaApiPermitted = 10;
+
+}  // namespace
 
 Status fabric_error(const char* what, int rc) {
   return Status(Code::kFabric,
