@@ -57,7 +57,8 @@
     "messages only) or rdma (one-sided writes for large messages).")                              \
   X(kRdmaThreshold, "EFACOLL_RDMA_THRESHOLD", kBytes, "65536",                                    \
     "With the one-sided protocol, messages of at least this size are written; smaller ones "      \
-    "are sent.")                                                                                  \
+    "are sent. On shm under EFACOLL_PROTOCOL=auto at most its inject size + 1 (4097): a longer "  \
+    "sent message that no receive takes holds back its sender's later sends there.")              \
   X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                                \
     "GPU calls in which no rank moves more than this many bytes (send + receive) run on pinned "  \
     "host copies instead of the staged GPU pipeline: lower latency for small messages.")          \

@@ -44,6 +44,8 @@ std::string describe_mismatch(uint32_t mine, uint32_t theirs, int peer) {
   if (mine == theirs) return "";
   const std::string who = peer < 0 ? std::string("a peer") : "rank " + std::to_string(peer);
   if (is_poison(theirs)) return who + " stopped trusting this call: a mismatch elsewhere";
+  if (theirs == kStaleSignature)
+    return who + "'s message was one that a failed call long past left unreceived";
   if (theirs == kShortWriteSignature)
     return who + " moves another length in this message: a different count there";
   if ((mine >> 2) == (theirs >> 2))

@@ -77,7 +77,7 @@ class Executor {
   bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
   std::set<int> schedule_peers() const;
   std::set<int> posted_peers(OpKind kind) const;
-  void look_at_peers();
+  void look_at_peers(std::chrono::milliseconds waited);
   void settle_watch();
 
   uint8_t* resolve(const BufRef& ref) const;
@@ -269,6 +269,7 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
                                                    : kPoisonSignature;
       const uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id, signature);
       slot->ignore = kSignatureMask;
+      slot->call_seq = ctx_.seq;
       return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
                                                              region_of(op.src.buf), slot)
                                       : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,
@@ -347,13 +348,14 @@ std::set<int> Executor::schedule_peers() const {
 }
 
 // The ranks whose messages we wait for, and, for a one-sided protocol, clear-to-sends.
-void Executor::look_at_peers() {
+void Executor::look_at_peers(std::chrono::milliseconds waited) {
   watch_.look(posted_peers(OpKind::kRecv),
-              ctx_.transport->info().rdma && !posted_peers(OpKind::kSend).empty());
+              ctx_.transport->info().rdma && !posted_peers(OpKind::kSend).empty(), waited);
 }
 
 // Looks still in flight finish before the executor is gone (a peek completes at once).
 void Executor::settle_watch() {
+  watch_.withdraw_cards();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   IdleBackoff backoff;
   while (watch_.in_flight() > 0 && std::chrono::steady_clock::now() < until) {
@@ -376,6 +378,7 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
+  watch_.withdraw_cards();
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;
     if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {
@@ -485,7 +488,7 @@ Status Executor::run() {
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - last_progress > look_every_ && now >= next_look) {
-      look_at_peers();
+      look_at_peers(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress));
       next_look = now + look_every_;
       if (ctx_.on_stall) {
         Status said = ctx_.on_stall();

@@ -40,6 +40,11 @@ Status notice_error(int peer, uint32_t reason, uint32_t silent) {
   }
 }
 
+// A card's signature bits are its sender's call signature (or poison).
+uint64_t card_tag(const ExecContext& ctx, int sender, uint32_t signature) {
+  return make_tag(ctx.comm_id, ctx.seq, sender, notice_msg_id(kCardReason, ctx.seq), signature);
+}
+
 }  // namespace
 
 PeerWatch::~PeerWatch() {
@@ -68,6 +73,7 @@ PeerWatch::Slot* PeerWatch::slot(Kind kind, int peer) {
   s->kind = kind;
   s->peer = peer;
   s->free = false;
+  s->call_seq = ctx_.seq;
   return s;
 }
 
@@ -91,7 +97,9 @@ void PeerWatch::learn_schedule() {
   }
 }
 
-void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends) {
+void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends,
+                     std::chrono::milliseconds waited) {
+  if (cannot_peek_ && !cards_sent_ && waited >= ctx_.timeout / 2) exchange_cards(silent);
   if (cannot_peek_ || looks_in_flight_ > 0 || !found_.is_ok()) return;
   if (!learnt_) learn_schedule();
   Transport* t = ctx_.transport;
@@ -118,7 +126,49 @@ void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends) {
   }
 }
 
+void PeerWatch::exchange_cards(const std::set<int>& silent) {
+  cards_sent_ = true;
+  for (int peer : silent) take_card(peer);
+  send_cards(silent, ctx_.signature);
+}
+
+void PeerWatch::send_cards(const std::set<int>& peers, uint32_t signature) {
+  for (int peer : peers) {
+    if (peer == ctx_.rank) continue;
+    Slot* s = slot(Kind::kCard, peer);
+    post(s, ctx_.transport->send((*ctx_.peers)[peer], nullptr, 0,
+                                 card_tag(ctx_, ctx_.rank, signature), nullptr, s));
+  }
+}
+
+void PeerWatch::take_card(int peer) {
+  Slot* s = slot(Kind::kTakeCard, peer);
+  s->ignore = kSignatureMask;
+  post(s,
+       ctx_.transport->recv((*ctx_.peers)[peer], nullptr, 0, card_tag(ctx_, peer, 0), nullptr, s));
+}
+
+void PeerWatch::on_card(int peer, uint64_t tag) {
+  const uint32_t theirs = tag_signature(tag);
+  if (theirs == kStaleSignature) return;  // an old call's, 2^18 calls back
+  if (theirs == ctx_.signature) {
+    // The same call, only slow: if it then finds a mismatch, its poisoned card comes next.
+    if (cards_taken_.insert(peer).second) take_card(peer);
+    return;
+  }
+  note(Status(Code::kMismatch, describe_mismatch(ctx_.signature, theirs, peer) +
+                                   " (every rank must make the same call)"));
+}
+
+void PeerWatch::withdraw_cards() {
+  for (Slot& s : *slots_) {
+    if (!s.free && s.kind == Kind::kTakeCard) ctx_.transport->cancel(&s);
+  }
+}
+
 void PeerWatch::tell(const std::set<int>& peers, GiveUp why, int silent) {
+  // Where notices cannot be found, ranks waiting for cards take a poisoned one instead.
+  if (cannot_peek_ && why == GiveUp::kMismatch) send_cards(peers, kPoisonSignature);
   const uint32_t msg = notice_msg_id(static_cast<uint32_t>(why), ctx_.seq);
   if (silent < 0) silent = silent_;  // passing on a notice: the rank its sender named
   const uint32_t named = silent >= 0 && silent < static_cast<int>(kNobody) ? silent : kNobody;
@@ -156,6 +206,8 @@ void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {
     if (status.is_ok()) w->on_peek(*s);
   }
   s->free = true;
+  // After the slot is free: the card's receive for this peer may be posted again in it.
+  if (s->kind == Kind::kTakeCard && status.is_ok()) w->on_card(s->peer, s->tag);
 }
 
 void PeerWatch::note(const Status& st) {

@@ -8,7 +8,15 @@
 // - A rank that gives up on a call (a mismatch, a timeout, an error) sends every peer of its
 //   schedule a zero-byte notice. A rank two hops from a dead peer then errs as soon as its
 //   neighbour times out, not one timeout later, and a mismatch ends on every rank.
+// - Where the provider cannot peek (shm), neither can be found in the queue. A rank that has
+//   waited half of EFACOLL_TIMEOUT sends the ranks it waits for a zero-byte card with its call's
+//   signature and takes theirs, matched on their whole tags: ranks in calls whose messages never
+//   meet (another collective) then name the difference instead of timing out without it, and a
+//   rank that gives up on a mismatch sends poisoned cards, which the others, waiting for cards,
+//   take too. Only after half the timeout: a card that no receive ever takes (its receiver did
+//   not wait that long) stays in the provider's queue for good.
 #pragma once
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -34,7 +42,8 @@ class PeerWatch {
 
   // Peeks at what the `silent` ranks sent, and, with `one_sided_sends`, at clear-to-sends for
   // this rank's sends. Does nothing while the previous look is still in flight.
-  void look(const std::set<int>& silent, bool one_sided_sends);
+  // `waited`: since the call last made progress.
+  void look(const std::set<int>& silent, bool one_sided_sends, std::chrono::milliseconds waited);
   // What a look found: kMismatch, or the error a peer's notice stands for; ok until then.
   const Status& found() const { return found_; }
   // Sends the notice to every rank in `peers`, naming `silent` (a rank this one found
@@ -44,12 +53,16 @@ class PeerWatch {
   void retell();
   bool telling() const { return !untold_.empty(); }
   size_t in_flight() const { return in_flight_; }
+  // Cancels the receives of cards not come: the call is over.
+  void withdraw_cards();
   // The provider still holds some of ours: their storage is left to it.
   void abandon();
 
  private:
-  enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice };
-  static bool is_look(Kind k) { return k != Kind::kNotice && k != Kind::kTakeNotice; }
+  enum class Kind { kPeekData, kPeekCts, kPeekNotice, kTakeNotice, kNotice, kCard, kTakeCard };
+  static bool is_look(Kind k) {
+    return k == Kind::kPeekData || k == Kind::kPeekCts || k == Kind::kPeekNotice;
+  }
   struct Slot : Completion {
     PeerWatch* watch = nullptr;
     Kind kind = Kind::kNotice;
@@ -62,6 +75,10 @@ class PeerWatch {
   static void on_done(Completion* c, const Status& status, size_t bytes);
   void on_peek(const Slot& s);
   void on_notice(uint64_t tag);
+  void exchange_cards(const std::set<int>& silent);
+  void send_cards(const std::set<int>& peers, uint32_t signature);
+  void take_card(int peer);
+  void on_card(int peer, uint64_t tag);
   void note(const Status& st);
   void learn_schedule();
 
@@ -80,6 +97,8 @@ class PeerWatch {
   std::vector<int> untold_;  // peers whose notice a full queue turned away
   uint64_t notice_tag_ = 0;
   Status found_;
+  bool cards_sent_ = false;
+  std::set<int> cards_taken_;  // peers whose first card came (a second may be poisoned)
 };
 
 }  // namespace efacoll

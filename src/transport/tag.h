@@ -31,6 +31,10 @@ constexpr uint32_t kShortWriteSignature = 0xffe;
 // core/call_signature.h): every message of the schedule still comes, so its receivers run their
 // schedules to the end as it does, instead of giving up and stranding a peer still on its way.
 constexpr uint32_t kSameShapePoisonSignature = 0xffd;
+// Put in place of the signature of a message that a call long past left unreceived, found by
+// the sequence bits beyond the tag's (transport/fabric/fabric_tags.cc: shm): its data is not
+// this call's. Its collective bits are 3 too.
+constexpr uint32_t kStaleSignature = 0xffc;
 inline bool is_poison(uint32_t signature) {
   return signature == kPoisonSignature || signature == kSameShapePoisonSignature;
 }
@@ -44,6 +48,8 @@ constexpr uint64_t kNoticeReasonMask = uint64_t{3} << 10;
 inline uint32_t notice_msg_id(uint32_t reason, uint32_t seq) {
   return kNoticeMsgBase | ((reason & 3) << 10) | ((seq >> 6) & 0x3ff);
 }
+// The fourth reason: a call card (core/peer_watch.h), sent only where the provider cannot peek.
+constexpr uint32_t kCardReason = 3;
 
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
                          uint32_t signature = 0) {

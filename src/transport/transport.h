@@ -23,6 +23,10 @@ struct Completion {
   // receiver's clear-to-send (other sends: the posted tag).
   uint64_t ignore = 0;
   uint64_t tag = 0;
+  // The whole sequence of the call the operation belongs to, of which the tag holds 6 bits:
+  // where the provider matches a queued message on its whole tag (shm), more of it keeps the
+  // messages a failed call left unreceived from the calls that repeat those 6 bits.
+  uint32_t call_seq = 0;
 };
 
 // A registration of local memory; `desc` is what the provider wants with each operation

@@ -1,8 +1,9 @@
 /* Ranks that make different calls, under mpirun with efacoll preloaded: rank 1 calls with another
  * op, another type, another count, or another collective. Every rank must return an error
  * (MPI_ERRORS_RETURN) with a message, none a result and none hang; the text of some rank must say
- * what differed. Where the messages have the same shape, the next valid call on the same
- * communicator must give the exact sum.
+ * what differed. Then the next valid call on the same communicator must give the exact sum:
+ * after every case, except over tcp where the messages differ in shape (a message longer than
+ * its receive can cost tcp;ofi_rxm the connection that carried it).
  * Usage: mpi_mismatch_test [CASE...] (default: every case). Exit 0 pass, 1 fail. */
 #include <mpi.h>
 #include <stdio.h>
@@ -65,7 +66,8 @@ static int run_case(const struct Case* c, int rank, int size) {
   }
   printf("%s mismatch/%s rank %d: %.2f s: %s\n", failed ? "FAIL" : "ok", c->name, rank, seconds,
          text);
-  if (c->same_shape) {
+  const char* provider = getenv("EFACOLL_PROVIDER");
+  if (c->same_shape || !provider || strcmp(provider, "tcp") != 0) {
     PMPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < kCount; ++i) in[i] = rank + 1;
     const int again = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, comm);

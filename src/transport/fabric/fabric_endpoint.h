@@ -131,18 +131,22 @@ class FabricTransport : public Transport {
   Status read_cq_error(int* completed);
 
   // fabric_tags.cc: every tagged send and receive goes through these.
+  // call_seq: Completion::call_seq of the operation.
   ssize_t post_tsend(const void* buf, size_t len, void* desc, fi_addr_t peer, uint64_t tag,
-                     void* context);
-  ssize_t post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag);
+                     uint32_t call_seq, void* context);
+  ssize_t post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag,
+                       uint32_t call_seq);
   ssize_t post_trecv(void* buf, size_t len, void* desc, uint64_t tag, uint64_t ignore,
-                     void* context);
-  // The tag as its sender posted it, from a receive's completion.
-  uint64_t arrived_tag(uint64_t tag, uint64_t flags, uint64_t data) const;
+                     uint32_t call_seq, void* context);
+  // The tag as its sender posted it, from a receive's completion (its signature
+  // kStaleSignature where the sender's call was another than the receive's, `call_seq`).
+  uint64_t arrived_tag(uint64_t tag, uint64_t flags, uint64_t data, uint32_t call_seq) const;
   // The length the sender sent, where the CQ data carries it (else `len`, what arrived).
   size_t sent_length(uint64_t flags, uint64_t data, size_t len) const;
-  uint64_t cq_data(uint64_t tag, size_t len) const;
-  // The tag the provider matches on: without the signature where that travels as CQ data.
-  uint64_t matched_tag(uint64_t tag) const;
+  uint64_t cq_data(uint64_t tag, size_t len, uint32_t call_seq) const;
+  // The tag the provider matches on: where the signature travels as CQ data, more of the
+  // call's sequence in its place.
+  uint64_t matched_tag(uint64_t tag, uint32_t call_seq) const;
 
   // fabric_bounce.cc
   void plan_bounce();
@@ -173,7 +177,8 @@ class FabricTransport : public Transport {
   bool truncation_stops_ = false;
   // shm (libfabric 1.17) matches a message that arrived before its receive only on the whole
   // tag, whatever the receive's ignore mask: a message of a mismatched call (another signature)
-  // would then never be taken. The signature bits travel as CQ data instead (fabric_tags.cc).
+  // would then never be taken. The signature bits travel as CQ data instead, and more of the
+  // call's sequence in their place (fabric_tags.cc).
   bool signature_in_data_ = false;
   // udp;ofi_rxd (1.17) delivers the first bytes of a message longer than its receive and reports
   // no truncation: ranks in calls of other counts would then take part of a message as all of

@@ -66,6 +66,13 @@ Status FabricTransport::choose_protocol(const fi_info* fi, const FabricOptions& 
       break;
   }
   info_.rdma_threshold = options.rdma_threshold;
+  if (options.protocol == Protocol::kAuto && info_.rdma && !native_write) {
+    // And shm completes a longer message's send only once its receiver takes it, in order: one
+    // that a call of another shape never takes would hold back every later send to that rank,
+    // and the next call would time out. An injected send completes at once; a longer message
+    // is written, at a clear-to-send of its own call.
+    info_.rdma_threshold = std::min(info_.rdma_threshold, info_.inject_size + 1);
+  }
   EFACOLL_INFO(kNet, "protocol: %s%s%s", info_.rdma ? "one-sided RDMA write" : "two-sided tagged",
                info_.rdma ? (" from " + std::to_string(info_.rdma_threshold) + " B").c_str() : "",
                why_not.empty() ? "" : (" (no RDMA: " + why_not + ")").c_str());
@@ -81,8 +88,8 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
   r->peer = peer;
   r->truncated = false;
   completion->tag = r->tag = tag;
-  ssize_t rc =
-      post_trecv(&r->cts, sizeof(ClearToSend), r->cts_desc, tag, completion->ignore, &r->context);
+  ssize_t rc = post_trecv(&r->cts, sizeof(ClearToSend), r->cts_desc, tag, completion->ignore,
+                          completion->call_seq, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -146,7 +153,7 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
     r->completion_id = cts.completion_id = next_completion_id_;
     awaited_writes_[cts.completion_id] = r;
   }
-  ssize_t rc = post_tinject(&cts, sizeof(cts), peer, tag);
+  ssize_t rc = post_tinject(&cts, sizeof(cts), peer, tag, completion->call_seq);
   if (rc == 0) return Status::ok();
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -243,14 +243,15 @@ Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint6
   ssize_t rc;
   if (bytes <= info_.inject_size) {
     // Inject: the buffer is reusable on return and no completion is generated.
-    rc = post_tinject(buf, bytes, peer, tag);
+    rc = post_tinject(buf, bytes, peer, tag, completion->call_seq);
     if (rc == 0) {
       r->kind = ReqKind::kInjected;
       defer(r, Status::ok());
       return Status::ok();
     }
   } else {
-    rc = post_tsend(buf, bytes, region ? region->desc : nullptr, peer, tag, &r->context);
+    rc = post_tsend(buf, bytes, region ? region->desc : nullptr, peer, tag, completion->call_seq,
+                    &r->context);
     if (rc == 0) return Status::ok();
   }
   put_request(r);
@@ -267,8 +268,8 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   if (bounce_bytes_ > 0) return bounce_recv(buf, bytes, tag, completion);
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
   r->tag = tag;
-  ssize_t rc =
-      post_trecv(buf, bytes, region ? region->desc : nullptr, tag, completion->ignore, &r->context);
+  ssize_t rc = post_trecv(buf, bytes, region ? region->desc : nullptr, tag, completion->ignore,
+                          completion->call_seq, &r->context);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -357,7 +358,7 @@ Status FabricTransport::read_cq_error(int* completed) {
   if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv) {
     r->completion->tag = signature_in_data_ && !(err.flags & FI_REMOTE_CQ_DATA)
                              ? r->tag
-                             : arrived_tag(err.tag, err.flags, err.data);
+                             : arrived_tag(err.tag, err.flags, err.data, r->completion->call_seq);
   }
   complete(r, st, err.len);
   ++*completed;
@@ -391,9 +392,10 @@ Status FabricTransport::progress(int* completed) {
       if ((e.flags & FI_REMOTE_CQ_DATA) && !(e.flags & FI_RECV)) {
         on_remote_write(e.data);
       } else {
-        EFACOLL_RETURN_IF_ERROR(on_completion(static_cast<Request*>(e.op_context), e.len,
-                                              arrived_tag(e.tag, e.flags, e.data),
-                                              sent_length(e.flags, e.data, e.len)));
+        auto* r = static_cast<Request*>(e.op_context);
+        EFACOLL_RETURN_IF_ERROR(
+            on_completion(r, e.len, arrived_tag(e.tag, e.flags, e.data, r->completion->call_seq),
+                          sent_length(e.flags, e.data, e.len)));
       }
     }
     *completed += static_cast<int>(n);
