@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Memory checks, each on a build of its own (so not part of scripts/test.sh):
 #   asan      AddressSanitizer + LeakSanitizer over the unit tests and the MPI tests (tcp and shm,
-#             2-4 ranks; a set-up given up on, whose buffers stay for MPI; and the reliability
-#             tests' short runs), in build-asan (CUDA off).
+#             2-4 ranks; a set-up given up on, whose buffers stay for MPI; mismatched calls on
+#             tcp, udp and shm; and the reliability tests' short runs), in build-asan (CUDA off).
 #   tsan      ThreadSanitizer over the unit tests where threads share engines and transports
 #             (CUDA off, build-tsan), then the MPI_THREAD_MULTIPLE test on tcp and shm; Open MPI
 #             is not built with it, so reports come from its code too: the MPI run fails only on
@@ -23,7 +23,7 @@ run_asan() {
     >/dev/null
   cmake --build "$build" -j"${JOBS:-2}" --target efacoll efacoll_unit_tests efacoll_mpi_tests \
     efacoll_soak_test efacoll_threads_test efacoll_fork_test efacoll_mpi_setup_timeout_test \
-    efacoll_bench
+    efacoll_mpi_mismatch_test efacoll_bench
   # The Fortran callers' test, where a Fortran compiler was found.
   # (grep -q would close the pipe early, and pipefail count cmake's broken pipe as a failure)
   if cmake --build "$build" --target help | grep -c efacoll_mpi_fortran_test >/dev/null; then
@@ -46,7 +46,7 @@ run_asan() {
   ASAN_OPTIONS+=:verify_asan_link_order=0:fast_unwind_on_malloc=0:malloc_context_size=30
   export OMPI_MCA_mca_base_component_disable_dlclose=1
   t0=$SECONDS
-  (cd "$build" && ctest --output-on-failure --timeout 900 -R '^(mpi\.(tcp|shm|setup_timeout|fortran)\.|reliability\.)' \
+  (cd "$build" && ctest --output-on-failure --timeout 900 -R '^(mpi\.(tcp|shm|setup_timeout|fortran|mismatch)\.|reliability\.)' \
      -LE long)
   echo "asan: MPI tests clean in $((SECONDS - t0)) s"
 }
