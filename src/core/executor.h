@@ -39,6 +39,7 @@ struct ExecContext {
   DType dtype = DType::kByte;
   ROp op = ROp::kSum;
   uint32_t signature = 0;  // call_signature(): carried by every message, checked on arrival
+  uint64_t count = 0;      // the element count the signature was made of (call cards carry it)
   // Fails when no operation completes for this long.
   std::chrono::milliseconds timeout{300000};
   size_t max_posted = SIZE_MAX;  // sends and receives in flight at once (TransportInfo)

@@ -136,7 +136,8 @@ void PeerWatch::send_cards(const std::set<int>& peers, uint32_t signature) {
   for (int peer : peers) {
     if (peer == ctx_.rank) continue;
     Slot* s = slot(Kind::kCard, peer);
-    post(s, ctx_.transport->send((*ctx_.peers)[peer], nullptr, 0,
+    s->card = ctx_.count;
+    post(s, ctx_.transport->send((*ctx_.peers)[peer], &s->card, sizeof(s->card),
                                  card_tag(ctx_, ctx_.rank, signature), nullptr, s));
   }
 }
@@ -144,13 +145,21 @@ void PeerWatch::send_cards(const std::set<int>& peers, uint32_t signature) {
 void PeerWatch::take_card(int peer) {
   Slot* s = slot(Kind::kTakeCard, peer);
   s->ignore = kSignatureMask;
-  post(s,
-       ctx_.transport->recv((*ctx_.peers)[peer], nullptr, 0, card_tag(ctx_, peer, 0), nullptr, s));
+  post(s, ctx_.transport->recv((*ctx_.peers)[peer], &s->card, sizeof(s->card),
+                               card_tag(ctx_, peer, 0), nullptr, s));
 }
 
-void PeerWatch::on_card(int peer, uint64_t tag) {
+void PeerWatch::on_card(int peer, uint64_t tag, uint64_t count) {
   const uint32_t theirs = tag_signature(tag);
   if (theirs == kStaleSignature) return;  // an old call's, 2^18 calls back
+  if (theirs == ctx_.signature && count != ctx_.count) {
+    note(Status(Code::kMismatch, "rank " + std::to_string(peer) + " called with " +
+                                     std::to_string(count) + " elements, this rank with " +
+                                     std::to_string(ctx_.count) +
+                                     ": a different count there (every rank must make the same "
+                                     "call)"));
+    return;
+  }
   if (theirs == ctx_.signature) {
     // The same call, only slow: if it then finds a mismatch, its poisoned card comes next.
     if (cards_taken_.insert(peer).second) take_card(peer);
@@ -207,7 +216,8 @@ void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {
   }
   s->free = true;
   // After the slot is free: the card's receive for this peer may be posted again in it.
-  if (s->kind == Kind::kTakeCard && status.is_ok()) w->on_card(s->peer, s->tag);
+  if (s->kind == Kind::kTakeCard && status.is_ok() && bytes == sizeof(s->card))
+    w->on_card(s->peer, s->tag, s->card);
 }
 
 void PeerWatch::note(const Status& st) {

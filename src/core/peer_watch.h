@@ -9,9 +9,10 @@
 //   schedule a zero-byte notice. A rank two hops from a dead peer then errs as soon as its
 //   neighbour times out, not one timeout later, and a mismatch ends on every rank.
 // - Where the provider cannot peek (shm), neither can be found in the queue. A rank that has
-//   waited half of EFACOLL_TIMEOUT sends the ranks it waits for a zero-byte card with its call's
-//   signature and takes theirs, matched on their whole tags: ranks in calls whose messages never
-//   meet (another collective) then name the difference instead of timing out without it, and a
+//   waited half of EFACOLL_TIMEOUT sends the ranks it waits for a card (its call's signature in
+//   the tag, its element count in 8 bytes) and takes theirs, matched on their whole tags: ranks
+//   in calls whose messages never meet (another collective, or another count whose signature
+//   bits agree) then name the difference instead of timing out without it, and a
 //   rank that gives up on a mismatch sends poisoned cards, which the others, waiting for cards,
 //   take too. Only after half the timeout: a card that no receive ever takes (its receiver did
 //   not wait that long) stays in the provider's queue for good.
@@ -69,6 +70,7 @@ class PeerWatch {
     int peer = -1;
     size_t bytes = 0;
     bool free = true;
+    uint64_t card = 0;  // a card's element count, sent or received
   };
   Slot* slot(Kind kind, int peer);
   Status post(Slot* s, const Status& st);
@@ -78,7 +80,7 @@ class PeerWatch {
   void exchange_cards(const std::set<int>& silent);
   void send_cards(const std::set<int>& peers, uint32_t signature);
   void take_card(int peer);
-  void on_card(int peer, uint64_t tag);
+  void on_card(int peer, uint64_t tag, uint64_t count);
   void note(const Status& st);
   void learn_schedule();
 

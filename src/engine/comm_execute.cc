@@ -96,6 +96,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     for (int r = 0; r < size_; ++r) count += args.recvcounts[r];
   }
   ctx.signature = given_signature(args.abandoned, args.kind, args.dtype, args.op, count);
+  ctx.count = count;
   ctx.timeout = engine_->config_.timeout;
   ctx.max_posted = engine_->transport_->info().max_posted;
   ctx.yield_lock = yield_lock_;
