@@ -77,6 +77,7 @@ class Executor {
   bool mismatched(const Op& op, const OpSlot& slot, const Status& status, size_t bytes);
   std::set<int> schedule_peers() const;
   std::set<int> posted_peers(OpKind kind) const;
+  std::set<int> turned_away_peers() const;
   void look_at_peers(std::chrono::milliseconds waited);
   void settle_watch();
 
@@ -218,13 +219,27 @@ Status Executor::in_context(const Status& status) const {
                 ctx_.what + ": step " + earliest_posted_step() + ": " + status.message());
 }
 
-// The step of the earliest operation still in flight ("?" when none is).
+// The step of the earliest operation still in flight, else of one the provider turned away
+// ("?" when there is neither).
 std::string Executor::earliest_posted_step() const {
   uint32_t step = UINT32_MAX;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     if (slots_[i].posted) step = std::min(step, s_.ops[i].step);
   }
+  if (step == UINT32_MAX) {
+    for (uint32_t index : deferred_) step = std::min(step, s_.ops[index].step);
+  }
   return step == UINT32_MAX ? std::string("?") : std::to_string(step);
+}
+
+// The peers of the sends and receives the provider turned away in the last pass (queue full).
+std::set<int> Executor::turned_away_peers() const {
+  std::set<int> peers;
+  for (uint32_t index : deferred_) {
+    const Op& op = s_.ops[index];
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) peers.insert(op.peer);
+  }
+  return peers;
 }
 
 // An operation's failure, whether at posting or at completion, said with the collective, the
@@ -327,9 +342,15 @@ std::string Executor::timeout_message() const {
   // Only sends left (a link that went down): their peers are the ones that did not answer.
   const bool sends_only = silent.empty() && !unacked.empty();
   if (sends_only) silent = unacked;
+  // Nothing posted at all: the provider kept turning our operations for these peers away (a
+  // one-sided receive's clear-to-send to a killed peer over tcp;ofi_rxm: its queue stays full).
+  const bool turned_away = silent.empty();
+  if (turned_away) silent = turned_away_peers();
   std::string ranks;
   for (int r : silent) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   if (sends_only) ranks += " (did not take our sends)";
+  if (turned_away && !ranks.empty())
+    ranks += " (the provider would not take our operations for them)";
   if (!mismatch_.is_ok())
     return mismatch_.message() + "; then no progress for " +
            std::to_string(ctx_.timeout.count() / 1000) + " s (EFACOLL_TIMEOUT), waiting on ranks " +

@@ -33,7 +33,10 @@ std::ostream& operator<<(std::ostream& os, const Posted& p) {
 // accepts everything else, records what it accepted, and completes it at the next progress.
 class MomentarilyFullTransport : public Transport {
  public:
-  explicit MomentarilyFullTransport(Posted turn_away) : turn_away_(turn_away) {}
+  // forever: every operation of that kind with that peer, as tcp;ofi_rxm does once the peer is
+  // dead and its queue full.
+  explicit MomentarilyFullTransport(Posted turn_away, bool forever = false)
+      : turn_away_(turn_away), forever_(forever) {}
   const TransportInfo& info() const override { return info_; }
   std::vector<uint8_t> local_address() const override { return {}; }
   Status insert_peers(const std::vector<std::vector<uint8_t>>&, std::vector<PeerAddr>*) override {
@@ -70,6 +73,8 @@ class MomentarilyFullTransport : public Transport {
     size_t bytes;
   };
   Status post(const Posted& what, size_t bytes, uint64_t tag, Completion* c) {
+    if (forever_ && what.recv == turn_away_.recv && what.peer == turn_away_.peer)
+      return Status(Code::kAgain, "queue full for good");
     if (!turned_away_ && what == turn_away_) {
       turned_away_ = true;
       return Status(Code::kAgain, "queue full for a moment");
@@ -80,6 +85,7 @@ class MomentarilyFullTransport : public Transport {
   }
   TransportInfo info_;
   Posted turn_away_;
+  bool forever_ = false;
   bool turned_away_ = false;
   std::vector<Posted> accepted_;
   std::deque<Pending> pending_;
@@ -101,22 +107,25 @@ Schedule messages_with_two_peers(OpKind kind) {
   return s;
 }
 
-std::vector<Posted> run_with_one_turned_away(OpKind kind) {
-  const bool recv = kind == OpKind::kRecv;
-  MomentarilyFullTransport transport({recv, 1, 0});
+Status run_schedule(Transport* transport, OpKind kind, std::chrono::milliseconds timeout) {
   HostLocalOps local;
   const std::vector<PeerAddr> peers = {0, 1, 2};
   ExecContext ctx;
-  ctx.transport = &transport;
+  ctx.transport = transport;
   ctx.local = &local;
   ctx.peers = &peers;
   ctx.what = "test schedule";
-  ctx.timeout = std::chrono::milliseconds(5000);
+  ctx.timeout = timeout;
   std::vector<uint8_t> send(64), received(64);
   ExecBuffers bufs;
   bufs.send = send.data();
   bufs.recv = received.data();
-  const Status st = execute_schedule(messages_with_two_peers(kind), ctx, bufs);
+  return execute_schedule(messages_with_two_peers(kind), ctx, bufs);
+}
+
+std::vector<Posted> run_with_one_turned_away(OpKind kind) {
+  MomentarilyFullTransport transport({kind == OpKind::kRecv, 1, 0});
+  const Status st = run_schedule(&transport, kind, std::chrono::milliseconds(5000));
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return transport.accepted();
 }
@@ -132,6 +141,22 @@ TEST(PostingOrder, AReceiveTurnedAwayKeepsLaterReceivesFromThatPeerBehindIt) {
   const std::vector<Posted> expected = {{true, 2, 0}, {true, 2, 1}, {true, 1, 0},
                                         {true, 1, 1}, {true, 1, 2}, {true, 1, 3}};
   EXPECT_EQ(run_with_one_turned_away(OpKind::kRecv), expected);
+}
+
+// Nothing posted, yet a peer never answered: its operations were turned away until the timeout
+// (a one-sided receive's clear-to-send to a killed peer over tcp;ofi_rxm). The error named no
+// rank ("ranks that did not answer: none pending", fault.dead_peer.tcp.np5.rank4.rdma).
+TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
+  for (const OpKind kind : {OpKind::kRecv, OpKind::kSend}) {
+    MomentarilyFullTransport transport({kind == OpKind::kRecv, 1, 0}, /*forever=*/true);
+    const Status st = run_schedule(&transport, kind, std::chrono::milliseconds(300));
+    EXPECT_EQ(st.code(), Code::kTimeout) << st.to_string();
+    EXPECT_NE(st.message().find("ranks that did not answer: 1 (the provider would not take our "
+                                "operations for them)"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("at step 0"), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace
