@@ -94,12 +94,22 @@ void PeerWatch::learn_schedule() {
   for (const Op& op : schedule_.ops) {
     if (op.kind == OpKind::kRecv) receives_[{op.peer, op.msg_id}] = op.bytes;
     if (op.kind == OpKind::kSend) sends_.insert(op.msg_id);
+    if (op.kind == OpKind::kRecv || op.kind == OpKind::kSend) peers_.insert(op.peer);
   }
 }
 
 void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends,
                      std::chrono::milliseconds waited) {
-  if (cannot_peek_ && !cards_sent_ && waited >= ctx_.timeout / 2) exchange_cards(silent);
+  if (cannot_peek_) {
+    // From every peer of the schedule, as notices are looked for: one this rank is done with
+    // may give up, and its card be the only news of a rank this one waits for.
+    if (!learnt_) learn_schedule();
+    await_cards(peers_);
+    if (!cards_sent_ && waited >= ctx_.timeout / 2) {
+      cards_sent_ = true;
+      send_cards(silent, ctx_.signature, ctx_.count);
+    }
+  }
   if (cannot_peek_ || looks_in_flight_ > 0 || !found_.is_ok()) return;
   if (!learnt_) learn_schedule();
   Transport* t = ctx_.transport;
@@ -126,17 +136,17 @@ void PeerWatch::look(const std::set<int>& silent, bool one_sided_sends,
   }
 }
 
-void PeerWatch::exchange_cards(const std::set<int>& silent) {
-  cards_sent_ = true;
-  for (int peer : silent) take_card(peer);
-  send_cards(silent, ctx_.signature);
+void PeerWatch::await_cards(const std::set<int>& peers) {
+  for (int peer : peers) {
+    if (peer != ctx_.rank && cards_awaited_.insert(peer).second) take_card(peer);
+  }
 }
 
-void PeerWatch::send_cards(const std::set<int>& peers, uint32_t signature) {
+void PeerWatch::send_cards(const std::set<int>& peers, uint32_t signature, uint64_t count) {
   for (int peer : peers) {
     if (peer == ctx_.rank) continue;
     Slot* s = slot(Kind::kCard, peer);
-    s->card = ctx_.count;
+    s->card = count;
     post(s, ctx_.transport->send((*ctx_.peers)[peer], &s->card, sizeof(s->card),
                                  card_tag(ctx_, ctx_.rank, signature), nullptr, s));
   }
@@ -152,6 +162,12 @@ void PeerWatch::take_card(int peer) {
 void PeerWatch::on_card(int peer, uint64_t tag, uint64_t count) {
   const uint32_t theirs = tag_signature(tag);
   if (theirs == kStaleSignature) return;  // an old call's, 2^18 calls back
+  if (theirs == kGaveUpSignature) {
+    const auto named = static_cast<uint32_t>(count & 0xfff);
+    if (named != kNobody) silent_ = static_cast<int>(named);
+    note(notice_error(peer, static_cast<uint32_t>(count >> 32), named));
+    return;
+  }
   if (theirs == ctx_.signature && count != ctx_.count) {
     note(Status(Code::kMismatch, "rank " + std::to_string(peer) + " called with " +
                                      std::to_string(count) + " elements, this rank with " +
@@ -161,7 +177,7 @@ void PeerWatch::on_card(int peer, uint64_t tag, uint64_t count) {
     return;
   }
   if (theirs == ctx_.signature) {
-    // The same call, only slow: if it then finds a mismatch, its poisoned card comes next.
+    // The same call, only slow: if it then gives up, its card saying so comes next.
     if (cards_taken_.insert(peer).second) take_card(peer);
     return;
   }
@@ -176,11 +192,13 @@ void PeerWatch::withdraw_cards() {
 }
 
 void PeerWatch::tell(const std::set<int>& peers, GiveUp why, int silent) {
-  // Where notices cannot be found, ranks waiting for cards take a poisoned one instead.
-  if (cannot_peek_ && why == GiveUp::kMismatch) send_cards(peers, kPoisonSignature);
   const uint32_t msg = notice_msg_id(static_cast<uint32_t>(why), ctx_.seq);
   if (silent < 0) silent = silent_;  // passing on a notice: the rank its sender named
   const uint32_t named = silent >= 0 && silent < static_cast<int>(kNobody) ? silent : kNobody;
+  // Where notices cannot be found, ranks waiting for cards take a card saying it instead.
+  if (cannot_peek_ && why == GiveUp::kMismatch) send_cards(peers, kPoisonSignature, 0);
+  if (cannot_peek_ && why != GiveUp::kMismatch)
+    send_cards(peers, kGaveUpSignature, uint64_t{static_cast<uint32_t>(why)} << 32 | named);
   notice_tag_ = make_tag(ctx_.comm_id, ctx_.seq, ctx_.rank, msg, named);
   for (int peer : peers) {
     if (peer != ctx_.rank) untold_.push_back(peer);

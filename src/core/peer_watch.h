@@ -8,14 +8,16 @@
 // - A rank that gives up on a call (a mismatch, a timeout, an error) sends every peer of its
 //   schedule a zero-byte notice. A rank two hops from a dead peer then errs as soon as its
 //   neighbour times out, not one timeout later, and a mismatch ends on every rank.
-// - Where the provider cannot peek (shm), neither can be found in the queue. A rank that has
-//   waited half of EFACOLL_TIMEOUT sends the ranks it waits for a card (its call's signature in
-//   the tag, its element count in 8 bytes) and takes theirs, matched on their whole tags: ranks
-//   in calls whose messages never meet (another collective, or another count whose signature
-//   bits agree) then name the difference instead of timing out without it, and a
-//   rank that gives up on a mismatch sends poisoned cards, which the others, waiting for cards,
-//   take too. Only after half the timeout: a card that no receive ever takes (its receiver did
-//   not wait that long) stays in the provider's queue for good.
+// - Where the provider cannot peek (shm), neither can be found in the queue. Call cards stand in
+//   for both, matched on their whole tags: a rank that waits posts receives for the cards of the
+//   peers of its schedule at its first looks. Having waited half of EFACOLL_TIMEOUT, it sends the
+//   ranks it waits for its own (its call's signature in the tag, its element count in 8 bytes):
+//   ranks in calls whose messages never meet (another collective, or another count whose
+//   signature bits agree) then name the difference instead of timing out without it. A rank that
+//   gives up sends the peers of its schedule a card that says so (poison for a mismatch; else
+//   kGaveUpSignature with the reason and the rank it found silent), which they take as they take
+//   notices. Cards go out only after half the timeout or in a failed call: a card that no receive
+//   ever takes (its receiver never waited) stays in the provider's queue for good.
 #pragma once
 #include <chrono>
 #include <deque>
@@ -77,8 +79,8 @@ class PeerWatch {
   static void on_done(Completion* c, const Status& status, size_t bytes);
   void on_peek(const Slot& s);
   void on_notice(uint64_t tag);
-  void exchange_cards(const std::set<int>& silent);
-  void send_cards(const std::set<int>& peers, uint32_t signature);
+  void await_cards(const std::set<int>& peers);
+  void send_cards(const std::set<int>& peers, uint32_t signature, uint64_t count);
   void take_card(int peer);
   void on_card(int peer, uint64_t tag, uint64_t count);
   void note(const Status& st);
@@ -90,6 +92,7 @@ class PeerWatch {
   // look, since most calls never wait long enough for one.
   std::map<std::pair<int, uint32_t>, size_t> receives_;
   std::set<uint32_t> sends_;
+  std::set<int> peers_;  // every rank this call sends to or receives from
   bool learnt_ = false;
   std::unique_ptr<std::deque<Slot>> slots_;  // stable addresses, reused once done
   size_t in_flight_ = 0;
@@ -100,7 +103,8 @@ class PeerWatch {
   uint64_t notice_tag_ = 0;
   Status found_;
   bool cards_sent_ = false;
-  std::set<int> cards_taken_;  // peers whose first card came (a second may be poisoned)
+  std::set<int> cards_awaited_;  // peers whose card a receive is posted for
+  std::set<int> cards_taken_;    // peers whose first card came (a second may say it gave up)
 };
 
 }  // namespace efacoll

@@ -50,6 +50,10 @@ inline uint32_t notice_msg_id(uint32_t reason, uint32_t seq) {
 }
 // The fourth reason: a call card (core/peer_watch.h), sent only where the provider cannot peek.
 constexpr uint32_t kCardReason = 3;
+// In place of the call's signature in the card of a rank that gave up on the call for a timeout
+// or an error: the card's count then holds the reason and the rank it found silent. Its
+// collective bits are 3 too.
+constexpr uint32_t kGaveUpSignature = 0xffb;
 
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
                          uint32_t signature = 0) {

@@ -24,7 +24,8 @@ static const struct Case kCases[] = {
     {"op", 1, "with max"},
     {"type", 1, "of float32"},
     {"count", 0, "different count"},
-    {"collective", 0, "called allgather"},
+    /* "rank 1 called allgather ..." or, from rank 1, "..., this rank allgather ..." */
+    {"collective", 0, "allgather of"},
 };
 
 /* Rank 1's call differs as the case says; the others call allreduce of kCount ints with sum. */

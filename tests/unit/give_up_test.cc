@@ -74,6 +74,12 @@ TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverTcp) {
   for (const char* algo : {"ring", "tree", "rd"}) expect_told_within_the_short_timeout("tcp", algo);
 }
 
+// shm cannot peek: the ranks take the card rank 1 sends when it gives up (core/peer_watch.h).
+TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverShm) {
+  if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
+  for (const char* algo : {"ring", "tree", "rd"}) expect_told_within_the_short_timeout("shm", algo);
+}
+
 TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverUdp) {
   if (!provider_available("udp")) GTEST_SKIP() << "no udp provider";
   for (const char* algo : {"ring", "tree", "rd"}) expect_told_within_the_short_timeout("udp", algo);
