@@ -18,8 +18,7 @@
 namespace efacoll {
 namespace {
 
-constexpr uint32_t kSeqValues = 64;  // the tag's sequence bits
-constexpr size_t kMaxFailedKept = kSeqValues;
+constexpr size_t kMaxFailedKept = kTagSeqValues;
 constexpr int kMaxDropped = 100000;  // a bound, far above what one call sends a rank
 
 // One operation of this file, run to its end: progress until the callback came.
@@ -61,7 +60,7 @@ void Comm::remember_failed_call(uint32_t seq) {
 
 void Comm::drop_stale_messages() {
   for (auto it = failed_seqs_.begin(); it != failed_seqs_.end();) {
-    if (seq_ - *it < kSeqValues / 2) {
+    if (seq_ - *it < kTagSeqValues / 2) {
       ++it;
       continue;
     }

@@ -13,6 +13,8 @@
 namespace efacoll {
 
 constexpr int kCommIdBits = 12;
+constexpr int kTagSeqBits = 6;  // the sequence bits of every tag
+constexpr uint32_t kTagSeqValues = 1u << kTagSeqBits;
 constexpr uint32_t kMaxCommIds = 1u << kCommIdBits;
 constexpr uint32_t kMaxRanksInTag = 1u << 14;
 constexpr uint64_t kMaxMsgIdInTag = (1u << 20) - 1;  // the low bits: the message id
@@ -46,7 +48,7 @@ inline bool is_poison(uint32_t signature) {
 constexpr uint32_t kNoticeMsgBase = 0xff000;
 constexpr uint64_t kNoticeReasonMask = uint64_t{3} << 10;
 inline uint32_t notice_msg_id(uint32_t reason, uint32_t seq) {
-  return kNoticeMsgBase | ((reason & 3) << 10) | ((seq >> 6) & 0x3ff);
+  return kNoticeMsgBase | ((reason & 3) << 10) | ((seq >> kTagSeqBits) & 0x3ff);
 }
 // The fourth reason: a call card (core/peer_watch.h), sent only where the provider cannot peek.
 constexpr uint32_t kCardReason = 3;
@@ -58,7 +60,7 @@ constexpr uint32_t kGaveUpSignature = 0xffb;
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
                          uint32_t signature = 0) {
   return (static_cast<uint64_t>(comm_id & 0xfff) << 52) |
-         (static_cast<uint64_t>(seq & 0x3f) << 46) |
+         (static_cast<uint64_t>(seq & (kTagSeqValues - 1)) << 46) |
          (static_cast<uint64_t>(signature & 0xfff) << kSignatureShift) |
          (static_cast<uint64_t>(sender & 0x3fff) << 20) | (msg_id & 0xfffff);
 }

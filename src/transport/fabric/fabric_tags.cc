@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kLengthShift = kSignatureBits;
 constexpr uint64_t kLengthMask = 0xffffffffull;
-constexpr int kTagSeqBits = 6;  // the sequence bits of every tag (transport/tag.h)
 constexpr int kSeqInDataShift = 44;
 constexpr int kSeqInDataBits = 20;
 
