@@ -79,6 +79,9 @@ struct ArgError {
   bool ok() const { return error_class == MPI_SUCCESS; }
 };
 bool is_intercomm(MPI_Comm comm);
+// MPI_COMM_NULL, a null handle (what PMPI_Comm_f2c makes of a Fortran handle of no
+// communicator) or a stale copy of a freed one: MPI_ERR_COMM, raised on MPI_COMM_WORLD.
+ArgError check_comm_handle(MPI_Comm comm);
 void args_init();     // after MPI_Init; the committed-type probe
 void args_release();  // before MPI_Finalize
 ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,
@@ -90,10 +93,16 @@ ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, in
 ArgError check_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                          const void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
+// --- freed communicators (shim_freed_comms.cc) ---
+// After a successful PMPI_Comm_free of `comm`, whose Fortran index was `index`.
+void note_comm_freed(MPI_Comm comm, MPI_Fint index);
+// Whether `comm` is a copy of a handle MPI_Comm_free released, with no communicator there since.
+bool comm_is_stale(MPI_Comm comm);
+
 // --- errors (shim_errors.cc) ---
 void errors_init();
 // Raises a bad argument of `call` (an MPI function name) through the communicator's error
-// handler (MPI_COMM_WORLD's for MPI_COMM_NULL); returns the MPI error code.
+// handler (MPI_COMM_WORLD's for MPI_ERR_COMM: that handle has none); returns the MPI error code.
 int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error);
 // Raises through the communicator's error handler; returns the MPI error code. Logs the
 // message at WARN unless the caller already said it.

@@ -10,7 +10,8 @@
 //   MPI_DATATYPE_NULL; a derived datatype not committed           MPI_ERR_TYPE
 //   MPI_OP_NULL; a predefined (type, op) pair MPI-3.1 5.9.2       MPI_ERR_OP
 //     does not define
-//   MPI_COMM_NULL (raised on MPI_COMM_WORLD)                      MPI_ERR_COMM
+//   MPI_COMM_NULL, a null handle, a stale copy of a freed one     MPI_ERR_COMM
+//     (shim_freed_comms.cc; raised on MPI_COMM_WORLD)
 //   a null pointer where there is data                            MPI_ERR_BUFFER
 //   MPI_IN_PLACE as recvbuf, or on an inter-communicator          MPI_ERR_BUFFER
 //   send and receive data that overlap (MPI_IN_PLACE is how to    MPI_ERR_BUFFER (as MPICH)
@@ -19,9 +20,8 @@
 // Left to MPI: (type, op) pairs with a derived type, a predefined type efacoll does not reduce
 // (MPI_LONG_DOUBLE, MPI_2INT, MPI_LOGICAL), a Fortran type (efacoll runs only the pairs the
 // standard defines on it: map_fortran_reduction) or an op it does not know (MINLOC, user ops).
-// Not detectable: a stale copy of a freed communicator's handle. In Open MPI it points at freed
-// memory that a new communicator may take (so the value cannot tell stale from new), and any
-// query of it, ours or MPI's, reads freed memory.
+// A stale copy of a freed communicator's handle is valid again once a new communicator takes its
+// value: then MPI itself cannot tell the two apart, and neither can we.
 #include <cctype>
 #include <cstdint>
 
@@ -75,7 +75,8 @@ struct CommShape {
 };
 
 ArgError check_comm(MPI_Comm comm, CommShape* shape) {
-  if (comm == MPI_COMM_NULL) return fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+  ArgError bad = check_comm_handle(comm);
+  if (!bad.ok()) return bad;
   shape->inter = is_intercomm(comm);
   PMPI_Comm_rank(comm, &shape->rank);
   PMPI_Comm_size(comm, &shape->size);
@@ -201,6 +202,20 @@ ArgError check_scatter(const void* sendbuf, const void* recvbuf, const int* coun
 }
 
 }  // namespace
+
+ArgError check_comm_handle(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+  if (comm == MPI_Comm{}) {
+    return fail(MPI_ERR_COMM,
+                "the handle is no communicator (a Fortran handle of none, or of "
+                "one since freed, converts to it)");
+  }
+  if (comm_is_stale(comm)) {
+    return fail(MPI_ERR_COMM,
+                "the communicator was freed: this handle is a copy of one MPI_Comm_free released");
+  }
+  return {};
+}
 
 bool is_intercomm(MPI_Comm comm) {
   int inter = 0;

@@ -99,9 +99,9 @@ int raise_error(MPI_Comm comm, const Status& status, bool log) {
 
 int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error) {
   const ClassCode& e = entry_of(error.error_class);
-  // There is no handler to call on MPI_COMM_NULL: Open MPI 4.1 raises such errors on
-  // MPI_COMM_WORLD, and so do we.
-  if (comm == MPI_COMM_NULL) comm = MPI_COMM_WORLD;
+  // A handle that is no communicator has no handler to call: Open MPI 4.1 raises such errors
+  // on MPI_COMM_WORLD, and so do we.
+  if (error.error_class == MPI_ERR_COMM) comm = MPI_COMM_WORLD;
   return raise_code(comm, e.code,
                     std::string("efacoll: ") + call + ": " + e.name + ": " + error.message, true);
 }

@@ -28,6 +28,7 @@ typedef enum {
   BAD_BYTE_SUM,
   BAD_COMM_NULL,
   BAD_FREED_COMM,
+  BAD_STALE_COMM,
   BAD_SAME_BUFFER,
   BAD_OVERLAP,
   BAD_RECVBUF_IN_PLACE,
@@ -53,7 +54,8 @@ static const struct {
     {"float-band", MPI_ERR_OP},
     {"byte-sum", MPI_ERR_OP},
     {"comm-null", MPI_ERR_COMM},
-    {"freed-comm", MPI_ERR_COMM}, /* the handle MPI_Comm_free left: stale copies are not caught */
+    {"freed-comm", MPI_ERR_COMM}, /* the handle MPI_Comm_free left */
+    {"stale-comm", MPI_ERR_COMM}, /* a copy of a freed handle, kept elsewhere */
     {"same-buffer", MPI_ERR_BUFFER},
     {"overlap", MPI_ERR_BUFFER},
     {"recvbuf-in-place", MPI_ERR_BUFFER},
@@ -116,6 +118,25 @@ static void ctx_free(bad_ctx* x) {
   free(x->bad_counts);
   free(x->arena);
   free(x->copy);
+}
+
+/* Where handles are pointers (Open MPI), a stale copy points at freed memory and efacoll tells it
+ * apart (mpi_shim/shim_freed_comms.cc). MPICH's handles are indices into object pools that it
+ * hands out again, so there efacoll cannot tell stale from new, and MPICH does not check. */
+#if defined(OPEN_MPI) && OPEN_MPI
+enum { kStaleHandlesCaught = 1 };
+#else
+enum { kStaleHandlesCaught = 0 };
+#endif
+
+/* A copy of a handle of `comm`'s group that MPI_Comm_free has released, made just before its use:
+ * no new communicator can have taken its value (collective over comm). */
+static MPI_Comm stale_copy(MPI_Comm comm) {
+  MPI_Comm live, copy;
+  MPI_Comm_dup(comm, &live);
+  copy = live;
+  MPI_Comm_free(&live);
+  return copy;
 }
 
 /* The call with bad input `b` of collective `c`; 0 if `b` does not apply to it. */
@@ -181,6 +202,10 @@ static int build(const bad_ctx* x, int c, bad_input b, call_args* a, const void*
       return 1;
     case BAD_FREED_COMM:
       a->comm = x->freed;
+      return 1;
+    case BAD_STALE_COMM:
+      if (!kStaleHandlesCaught) return 0;
+      a->comm = stale_copy(x->comm);
       return 1;
     case BAD_SAME_BUFFER:
       *recv = x->arena;
@@ -294,6 +319,48 @@ static void valid_lookalikes(bad_ctx* x, const char* comm_name) {
   MPI_Type_free(&absolute);
 }
 
+/* Stale handles beyond the collectives' own case: freeing one again, and the value of a freed
+ * handle that a new communicator took, which is that communicator's handle (MPI cannot tell them
+ * apart either). */
+static void stale_handles(bad_ctx* x, const char* comm_name) {
+  char name[256];
+  int rc = MPI_SUCCESS;
+  if (kStaleHandlesCaught) {
+    snprintf(name, sizeof(name), "error/%s/comm_free/stale-comm", comm_name);
+    MPI_Comm stale = stale_copy(x->comm);
+    const MPI_Comm before = stale;
+    rc = MPI_Comm_free(&stale);
+    tu_check(error_class(rc) == MPI_ERR_COMM && stale == before, name,
+             "class %d (%s), expected MPI_ERR_COMM with the handle left as it was", error_class(rc),
+             tu_error_class_name(error_class(rc)));
+  } else if (x->rank == 0) {
+    printf("  (stale-comm cases skipped: this MPI's handles are pool indices it reuses)\n");
+  }
+
+  /* Open MPI gives the new one A's slot in its Fortran table and, as often as not, B's memory:
+   * B's old value at another index than it had. */
+  MPI_Comm a, b, taken;
+  MPI_Comm_dup(x->comm, &a);
+  MPI_Comm_dup(x->comm, &b);
+  const MPI_Comm b_value = b;
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+  MPI_Comm_dup(x->comm, &taken);
+  snprintf(name, sizeof(name), "error/%s/allreduce/valid:freed-value-taken-again", comm_name);
+  int in = x->rank + 1, out = 0, want = 0;
+  rc = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, taken);
+  PMPI_Allreduce(&in, &want, 1, MPI_INT, MPI_SUM, x->comm);
+  tu_check(rc == MPI_SUCCESS && out == want, name, "class %d (%s), sum %d, expected %d",
+           error_class(rc), tu_error_class_name(error_class(rc)), out, want);
+  int reused = taken == b_value, ranks_reusing = 0;
+  PMPI_Allreduce(&reused, &ranks_reusing, 1, MPI_INT, MPI_SUM, x->comm);
+  if (x->rank == 0) {
+    printf("  (%s: a freed value taken by a new communicator on %d of %d ranks)\n", comm_name,
+           ranks_reusing, x->size);
+  }
+  MPI_Comm_free(&taken);
+}
+
 void error_cases(MPI_Comm comm, const char* comm_name) {
   if (!g_test.engine_active) {
     /* Without efacoll, MPI judges alone, and Open MPI 4.1 crashes on some of these calls. */
@@ -304,6 +371,7 @@ void error_cases(MPI_Comm comm, const char* comm_name) {
   bad_ctx x;
   ctx_init(&x, comm);
   valid_lookalikes(&x, comm_name);
+  stale_handles(&x, comm_name);
   for (int c = 0; c < 4; ++c) {
     for (int b = 0; b < BAD_COUNT; ++b) {
       if (!run_bad(&x, c, (bad_input)b, comm_name)) continue;

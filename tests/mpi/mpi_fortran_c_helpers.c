@@ -2,6 +2,7 @@
  * library is preloaded, not linked) and GPU memory (the CUDA runtime, loaded where there is
  * one, so that the same binary runs on machines without a GPU). */
 #include <dlfcn.h>
+#include <mpi.h>
 #include <stdlib.h>
 
 #include "efacoll/efacoll.h"
@@ -18,6 +19,16 @@ static long long counter(int coll, int engine) {
 /* Calls of a collective efacoll ran itself, or passed to MPI; -1 where efacoll is not loaded. */
 long long efacoll_test_engine_calls(int coll) { return counter(coll, 1); }
 long long efacoll_test_mpi_calls(int coll) { return counter(coll, 0); }
+
+/* 1 where a stale copy of a freed communicator's handle is caught: Open MPI, whose handles are
+ * pointers (MPICH's are pool indices it hands out again; see mpi_error_cases.c). */
+int efacoll_test_stale_handles_caught(void) {
+#if defined(OPEN_MPI) && OPEN_MPI
+  return 1;
+#else
+  return 0;
+#endif
+}
 
 typedef int (*cuda_int_fn)(int);
 typedef int (*cuda_count_fn)(int*);

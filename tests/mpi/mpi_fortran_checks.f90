@@ -22,6 +22,10 @@ module fortran_checks
       integer(c_int), value :: coll
       integer(c_long_long) :: mpi_calls
     end function mpi_calls
+    function stale_handles_caught() bind(C, name="efacoll_test_stale_handles_caught")
+      import :: c_int
+      integer(c_int) :: stale_handles_caught
+    end function stale_handles_caught
     ! c_null_ptr where there is no GPU
     function device_copy(host, bytes) bind(C, name="efacoll_test_device_copy")
       import :: c_ptr, c_size_t

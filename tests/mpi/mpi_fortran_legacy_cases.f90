@@ -14,7 +14,7 @@ subroutine legacy_cases(rank, nranks)
   logical :: l_in(n), l_out(n)
   double precision, allocatable :: rs_in(:), rs_out(:)
   integer(c_long_long) :: e0, m0
-  integer :: ierr, i, j, cls, comm, offset
+  integer :: ierr, i, j, cls, comm, offset, freed, stale, world_handler
 
   ! MPI_DOUBLE_PRECISION, MPI_SUM
   do i = 1, n
@@ -126,6 +126,21 @@ subroutine legacy_cases(rank, nranks)
   cls = MPI_SUCCESS
   if (ierr /= MPI_SUCCESS) call MPI_Error_class(ierr, cls, i)
   call expect(cls == MPI_ERR_OP .and. all(d_out == -7d0), 'use mpi: MPI_OP_NULL')
+  ! A copy of a freed communicator's handle: MPI_ERR_COMM, raised on MPI_COMM_WORLD (it has no
+  ! handler of its own)
+  if (stale_handles_caught() == 1) then
+    call MPI_Comm_dup(MPI_COMM_WORLD, freed, ierr)
+    stale = freed
+    call MPI_Comm_free(freed, ierr)
+    call MPI_Comm_get_errhandler(MPI_COMM_WORLD, world_handler, ierr)
+    call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+    call MPI_Allreduce(d_in, d_out, n, MPI_DOUBLE_PRECISION, MPI_SUM, stale, ierr)
+    cls = MPI_SUCCESS
+    if (ierr /= MPI_SUCCESS) call MPI_Error_class(ierr, cls, i)
+    call expect(cls == MPI_ERR_COMM .and. all(d_out == -7d0), 'use mpi: stale communicator handle')
+    call MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_handler, ierr)
+    call MPI_Errhandler_free(world_handler, ierr)
+  end if
   ! and the next valid call on that communicator works
   call MPI_Allreduce(d_in, d_out, n, MPI_DOUBLE_PRECISION, MPI_SUM, comm, ierr)
   call expect(ierr == MPI_SUCCESS .and. all(d_out == d_want), 'use mpi: call after errors')
