@@ -19,6 +19,10 @@ namespace {
 
 // A notice names, in its signature bits, the rank its sender found silent (kNobody: none).
 constexpr uint32_t kNobody = 0xfff;
+// In a card's count: its sender found the ranks' calls differ and gave up. The card still carries
+// the sender's own call (signature and count), so that a rank whose call differs from it names
+// the difference itself, as the sender did.
+constexpr uint64_t kFoundMismatch = uint64_t{1} << 63;
 
 Status notice_error(int peer, uint32_t reason, uint32_t silent) {
   const std::string who = "rank " + std::to_string(peer);
@@ -40,7 +44,7 @@ Status notice_error(int peer, uint32_t reason, uint32_t silent) {
   }
 }
 
-// A card's signature bits are its sender's call signature (or poison).
+// A card's signature bits are its sender's call signature (or kGaveUpSignature).
 uint64_t card_tag(const ExecContext& ctx, int sender, uint32_t signature) {
   return make_tag(ctx.comm_id, ctx.seq, sender, notice_msg_id(kCardReason, ctx.seq), signature);
 }
@@ -161,6 +165,7 @@ void PeerWatch::take_card(int peer) {
 
 void PeerWatch::on_card(int peer, uint64_t tag, uint64_t count) {
   const uint32_t theirs = tag_signature(tag);
+  const bool found_mismatch = (count & kFoundMismatch) != 0;
   if (theirs == kStaleSignature) return;  // an old call's, 2^18 calls back
   if (theirs == kGaveUpSignature) {
     const auto named = static_cast<uint32_t>(count & 0xfff);
@@ -168,12 +173,17 @@ void PeerWatch::on_card(int peer, uint64_t tag, uint64_t count) {
     note(notice_error(peer, static_cast<uint32_t>(count >> 32), named));
     return;
   }
+  if (found_mismatch) count &= ~kFoundMismatch;
   if (theirs == ctx_.signature && count != ctx_.count) {
     note(Status(Code::kMismatch, "rank " + std::to_string(peer) + " called with " +
                                      std::to_string(count) + " elements, this rank with " +
                                      std::to_string(ctx_.count) +
                                      ": a different count there (every rank must make the same "
                                      "call)"));
+    return;
+  }
+  if (theirs == ctx_.signature && found_mismatch) {
+    note(notice_error(peer, static_cast<uint32_t>(GiveUp::kMismatch), kNobody));
     return;
   }
   if (theirs == ctx_.signature) {
@@ -196,7 +206,8 @@ void PeerWatch::tell(const std::set<int>& peers, GiveUp why, int silent) {
   if (silent < 0) silent = silent_;  // passing on a notice: the rank its sender named
   const uint32_t named = silent >= 0 && silent < static_cast<int>(kNobody) ? silent : kNobody;
   // Where notices cannot be found, ranks waiting for cards take a card saying it instead.
-  if (cannot_peek_ && why == GiveUp::kMismatch) send_cards(peers, kPoisonSignature, 0);
+  if (cannot_peek_ && why == GiveUp::kMismatch)
+    send_cards(peers, ctx_.signature, ctx_.count | kFoundMismatch);
   if (cannot_peek_ && why != GiveUp::kMismatch)
     send_cards(peers, kGaveUpSignature, uint64_t{static_cast<uint32_t>(why)} << 32 | named);
   notice_tag_ = make_tag(ctx_.comm_id, ctx_.seq, ctx_.rank, msg, named);

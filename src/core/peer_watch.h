@@ -14,7 +14,8 @@
 //   ranks it waits for its own (its call's signature in the tag, its element count in 8 bytes):
 //   ranks in calls whose messages never meet (another collective, or another count whose
 //   signature bits agree) then name the difference instead of timing out without it. A rank that
-//   gives up sends the peers of its schedule a card that says so (poison for a mismatch; else
+//   gives up sends the peers of its schedule a card that says so (for a mismatch, its own call
+//   marked as found wanting, so that a rank in another call names the difference; else
 //   kGaveUpSignature with the reason and the rank it found silent), which they take as they take
 //   notices. Cards go out only after half the timeout or in a failed call: a card that no receive
 //   ever takes (its receiver never waited) stays in the provider's queue for good.

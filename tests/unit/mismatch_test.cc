@@ -163,6 +163,39 @@ TEST(Mismatch, EveryRankLearnsWhatDifferedOverShm) {
   }
 }
 
+// Over shm, calls whose messages meet no receive of each other (allgather against allreduce, as
+// mpi.mismatch.shm runs them) are found by the call cards: the first a rank takes may be the card
+// of a rank that gave up on the mismatch. That card carries its sender's own call, so every rank
+// names what differed or, where the sender made this rank's call, which rank found it. Plain
+// poisoned cards (before 2026-12-02) said only that their sender "stopped trusting this call".
+TEST(Mismatch, AGiveUpCardCarriesItsSendersCallOverShm) {
+  if (!provider_available("shm")) GTEST_SKIP() << "no shm provider";
+  constexpr int kN = 4;
+  const Call odd{CollKind::kAllgather, DType::kByte, ROp::kSum, 4000};
+  const Call others{CollKind::kAllreduce, DType::kInt32, ROp::kSum, 4000};
+  RankSetup setup;
+  setup.transport = "shm";
+  setup.config.timeout = std::chrono::seconds(2);
+  for (int run = 0; run < 3; ++run) {
+    std::vector<std::string> messages(kN);
+    auto failures = run_ranks(kN, setup, [&](RankContext& ctx) {
+      const Status st = run_call(ctx.comm, kN, ctx.rank == 1 ? odd : others);
+      messages[ctx.rank] = st.message();
+      if (st.code() != Code::kMismatch)
+        ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
+    });
+    SCOPED_TRACE("run " + std::to_string(run));
+    EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+    EXPECT_NE(messages[1].find("this rank allgather of byte"), std::string::npos) << messages[1];
+    for (int r = 0; r < kN; ++r) {
+      const bool named =
+          messages[r].find("allgather of byte") != std::string::npos ||
+          messages[r].find("found that the ranks' calls differ") != std::string::npos;
+      EXPECT_TRUE(named) << "rank " << r << ": " << messages[r];
+    }
+  }
+}
+
 // EFA's protocol: every message a one-sided write, on 4 ranks. Where the counts differ and the
 // signatures do not show it, a sender finds the receiver's clear-to-send asking for another length
 // and writes what fits, marked as cut (FabricPair.TooLongMessageIsReportedAsTruncation). Marked as
