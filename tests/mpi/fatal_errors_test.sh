@@ -13,6 +13,7 @@ cases=(
   "allgather:uncommitted-recvtype|efacoll: MPI_Allgather: MPI_ERR_TYPE:"
   "reduce_scatter_block:op-null|efacoll: MPI_Reduce_scatter_block: MPI_ERR_OP:"
   "allgather:comm-null|efacoll: MPI_Allgather: MPI_ERR_COMM:"
+  "allreduce:stale-comm|efacoll: MPI_Allreduce: MPI_ERR_COMM: the communicator was freed"
   "reduce_scatter_block:overlap|efacoll: MPI_Reduce_scatter_block: MPI_ERR_BUFFER:"
 )
 out=$(mktemp)
