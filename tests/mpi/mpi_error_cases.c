@@ -436,7 +436,7 @@ int fatal_error_case(const char* spec) {
     if (g_test.world_rank == 0) printf("fatal mode: no such case \"%s\"\n", spec);
     return 2;
   }
-  /* Errors on MPI_COMM_NULL are raised on MPI_COMM_WORLD. */
+  /* Errors on MPI_COMM_NULL and stale handles are raised on MPI_COMM_WORLD. */
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   if (g_test.world_rank == 0) {
