@@ -33,6 +33,7 @@ class ShapeTrial;
 struct LlCall;
 enum class LlPath : uint32_t;
 class MrCache;
+class LateSends;
 class GpuRuntime;
 
 struct CollArgs {
@@ -172,7 +173,8 @@ class Engine {
   void* stage_ = nullptr;  // pinned host slots, shared by every communicator
   size_t stage_bytes_ = 0;
   uint64_t stage_id_ = 0;
-  std::unique_ptr<MrCache> mr_cache_;  // null: the provider wants no registrations
+  std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
+  std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
   std::bitset<4096> comm_ids_in_use_;
   std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
   uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_

@@ -429,6 +429,8 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!ctx_.transport->progress(&n).is_ok() || !ctx_.local->progress(&m).is_ok()) break;
     if (n + m == 0) backoff.idle();
   }
+  if (watch_.telling() && ctx_.late_sends)
+    watch_.hand_off_untold(ctx_.late_sends, std::chrono::steady_clock::now() + ctx_.timeout);
   if (in_flight_ > 0) {
     // The provider still holds our slots: keep them alive rather than let it write freed memory,
     // and let their late completions go nowhere (this executor is about to be gone).

@@ -29,6 +29,8 @@ struct ExecBuffers {
   bool send_on_gpu = false, recv_on_gpu = false, scratch_on_gpu = false;
 };
 
+class LateSends;
+
 struct ExecContext {
   Transport* transport = nullptr;
   LocalOps* local = nullptr;
@@ -51,6 +53,9 @@ struct ExecContext {
   // of other threads on other communicators (MPI_THREAD_MULTIPLE) can move meanwhile: their
   // peers may be the ones we wait for. nullptr: held throughout.
   std::unique_lock<std::mutex>* yield_lock = nullptr;
+  // Where notices the provider still turns away when a failed call returns are left to be
+  // posted later (nullptr: they are dropped).
+  LateSends* late_sends = nullptr;
 };
 
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);

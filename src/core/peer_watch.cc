@@ -3,6 +3,7 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/call_signature.h"
+#include "core/late_sends.h"
 #include "transport/tag.h"
 
 namespace efacoll {
@@ -232,6 +233,12 @@ void PeerWatch::retell() {
     }
   }
   untold_.swap(left);
+}
+
+void PeerWatch::hand_off_untold(LateSends* late, std::chrono::steady_clock::time_point deadline) {
+  for (int peer : untold_)
+    late->add(ctx_.transport, (*ctx_.peers)[peer], notice_tag_, ctx_.seq, deadline);
+  untold_.clear();
 }
 
 void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "core/call_signature.h"
 #include "core/executor.h"
+#include "core/late_sends.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
 #include "gpu/gpu_runtime.h"
@@ -100,6 +101,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.timeout = engine_->config_.timeout;
   ctx.max_posted = engine_->transport_->info().max_posted;
   ctx.yield_lock = yield_lock_;
+  ctx.late_sends = engine_->late_sends_.get();
+  engine_->late_sends_->retry();
   ctx.on_stall = std::move(stall_check_);
   stall_check_ = nullptr;
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "core/late_sends.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/tag.h"
@@ -21,7 +22,10 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
 
 Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
                std::unique_ptr<GpuRuntime> gpu)
-    : transport_(std::move(transport)), config_(config), gpu_(std::move(gpu)) {
+    : transport_(std::move(transport)),
+      config_(config),
+      gpu_(std::move(gpu)),
+      late_sends_(std::make_unique<LateSends>()) {
   config_.max_chunk_bytes = std::min(config_.max_chunk_bytes, transport_->info().max_msg_size);
   const TransportInfo& ti = transport_->info();
   // FI_MR_HMEM: device memory is always registered, even for local use.
@@ -37,6 +41,7 @@ void Engine::idle_progress_loop() {
     std::this_thread::sleep_for(config_.idle_progress);
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // a collective is progressing it
+    late_sends_->retry();
     int completed = 0;
     transport_->progress(&completed);
   }

@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "reference.h"
 #include "thread_ranks.h"
+#include "transport/tag.h"
 
 namespace efacoll {
 namespace testing {
@@ -18,10 +20,16 @@ namespace {
 
 constexpr auto kShort = std::chrono::milliseconds(1000), kLong = std::chrono::milliseconds(30000);
 
+void expect_told_within_the_short_timeout(RankSetup setup, const char* algo);
+
 void expect_told_within_the_short_timeout(const std::string& transport, const char* algo) {
-  const int n = 4;
   RankSetup setup;
   setup.transport = transport;
+  expect_told_within_the_short_timeout(setup, algo);
+}
+
+void expect_told_within_the_short_timeout(RankSetup setup, const char* algo) {
+  const int n = 4;
   setup.config.chunk_bytes = 1024;
   setup.config.timeout = kLong;
   setup.adjust = [](int rank, EngineConfig* config) {
@@ -54,9 +62,10 @@ void expect_told_within_the_short_timeout(const std::string& transport, const ch
   });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  SCOPED_TRACE(std::string(transport) + ", " + algo);
+  SCOPED_TRACE(setup.transport + ", " + algo);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
-  EXPECT_LT(seconds, 10) << "the peers learnt it from rank 1's timeout, not their own";
+  EXPECT_LT(seconds, kLong.count() / 2000.0)
+      << "the peers learnt it from rank 1's timeout, not their own";
   EXPECT_NE(messages[1].find("EFACOLL_TIMEOUT"), std::string::npos) << messages[1];
   for (int r = 2; r < n; ++r) {
     const bool told = messages[r].find("gave up on this call") != std::string::npos;
@@ -83,6 +92,61 @@ TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverShm) {
 TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverUdp) {
   if (!provider_available("udp")) GTEST_SKIP() << "no udp provider";
   for (const char* algo : {"ring", "tree", "rd"}) expect_told_within_the_short_timeout("udp", algo);
+}
+
+// Turns away the notices a rank sends (Code::kAgain, as a full queue or tcp;ofi_rxm still
+// connecting to the peer does) for `hold` from the first one, and passes everything else on.
+class NoticesHeldBack : public Transport {
+ public:
+  NoticesHeldBack(std::unique_ptr<Transport> inner, std::chrono::milliseconds hold)
+      : inner_(std::move(inner)), hold_(hold) {}
+  const TransportInfo& info() const override { return inner_->info(); }
+  std::vector<uint8_t> local_address() const override { return inner_->local_address(); }
+  Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
+                      std::vector<PeerAddr>* out) override {
+    return inner_->insert_peers(addresses, out);
+  }
+  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                         MemRegion* out) override {
+    return inner_->register_memory(ptr, bytes, kind, device, out);
+  }
+  void deregister_memory(MemRegion* region) override { inner_->deregister_memory(region); }
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    if (tag_msg_id(tag) >= kNoticeMsgBase) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!first_notice_) first_notice_ = now;
+      if (now < *first_notice_ + hold_) return Status(Code::kAgain, "notices held back");
+    }
+    return inner_->send(peer, buf, bytes, tag, region, c);
+  }
+  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    return inner_->recv(peer, buf, bytes, tag, region, c);
+  }
+  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* c) override {
+    return inner_->peek(peer, tag, ignore, c);
+  }
+  Status progress(int* completed) override { return inner_->progress(completed); }
+  void cancel(Completion* c) override { inner_->cancel(c); }
+
+ private:
+  std::unique_ptr<Transport> inner_;
+  std::chrono::milliseconds hold_;
+  std::optional<std::chrono::steady_clock::time_point> first_notice_;
+};
+
+// Rank 1's notices are turned away for longer than a call waits after its timeout: the engine
+// posts them later, and the others still learn from rank 1 long before their own timeouts
+// (before 2026-12-02 such notices were dropped; seen under ThreadSanitizer over tcp, whose
+// connection to a peer rank 1 had not yet spoken to took that long).
+TEST(GiveUp, NoticesTheProviderTurnsAwayAtTheTimeoutStillGoOut) {
+  RankSetup setup;
+  setup.wrap = [](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    if (rank != 1) return t;
+    return std::make_unique<NoticesHeldBack>(std::move(t), std::chrono::milliseconds(600));
+  };
+  for (const char* algo : {"ring", "rd"}) expect_told_within_the_short_timeout(setup, algo);
 }
 
 }  // namespace

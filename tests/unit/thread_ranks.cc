@@ -62,6 +62,7 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
           return;
         }
       }
+      if (setup.wrap) transport = setup.wrap(r, std::move(transport));
       EngineConfig config = setup.config;
       if (setup.node_size > 0) config.node_name = "node " + std::to_string(r / setup.node_size);
       if (setup.adjust) setup.adjust(r, &config);

@@ -52,6 +52,8 @@ struct RankSetup {
   FabricOptions fabric;
   int node_size = 0;  // >0: rank r is on declared node r / node_size
   std::function<void(int rank, EngineConfig* config)> adjust;  // one rank's own settings
+  // One rank's transport, made from the one it would have (fault injection).
+  std::function<std::unique_ptr<Transport>(int rank, std::unique_ptr<Transport>)> wrap;
 };
 
 struct RankContext {

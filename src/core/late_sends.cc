@@ -1,0 +1,62 @@
+#include "core/late_sends.h"
+
+#include "common/kept_alive.h"
+#include "common/log.h"
+
+namespace efacoll {
+
+LateSends::~LateSends() {
+  for (auto& s : sends_) {
+    if (s->posted && !s->done) {
+      s->fn = [](Completion*, const Status&, size_t) {};
+      keep_alive(std::move(s));
+    }
+  }
+}
+
+void LateSends::add(Transport* transport, PeerAddr to, uint64_t tag, uint32_t call_seq,
+                    Clock::time_point deadline) {
+  auto s = std::make_unique<Send>();
+  s->fn = &LateSends::on_done;
+  s->tag = tag;
+  s->call_seq = call_seq;
+  s->transport = transport;
+  s->to = to;
+  s->deadline = deadline;
+  std::lock_guard<std::mutex> lock(mutex_);
+  sends_.push_back(std::move(s));
+  ++count_;
+}
+
+void LateSends::on_done(Completion* c, const Status& status, size_t) {
+  auto* s = static_cast<Send*>(c);
+  if (!status.is_ok())
+    EFACOLL_TRACE(kNet, "a late notice was not delivered: %s", status.message().c_str());
+  s->done = true;
+}
+
+void LateSends::retry() {
+  if (count_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  for (auto& s : sends_) {
+    if (s->posted || s->done) continue;
+    if (now >= s->deadline) {
+      s->done = true;
+      continue;
+    }
+    const Status st = s->transport->send(s->to, nullptr, 0, s->tag, nullptr, s.get());
+    if (st.is_ok()) {
+      s->posted = true;
+    } else if (st.code() != Code::kAgain) {
+      EFACOLL_TRACE(kNet, "a late notice was not sent: %s", st.message().c_str());
+      s->done = true;
+    }
+  }
+  while (!sends_.empty() && sends_.front()->done) {
+    sends_.pop_front();
+    --count_;
+  }
+}
+
+}  // namespace efacoll

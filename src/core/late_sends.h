@@ -1,0 +1,47 @@
+// Zero-byte sends (notices) that a failed call could not post before returning: the provider
+// turned them away (a queue full, or tcp;ofi_rxm still connecting to that peer) for longer than
+// the call waits after a timeout. The engine posts them later, from its idle progress and at
+// the start of its next calls, until each is posted or its deadline passes. Without this the
+// peers that needed the news waited out their own timeouts.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "transport/transport.h"
+
+namespace efacoll {
+
+class LateSends {
+ public:
+  using Clock = std::chrono::steady_clock;
+  LateSends() = default;
+  LateSends(const LateSends&) = delete;
+  LateSends& operator=(const LateSends&) = delete;
+  // Sends still held by the provider stay allocated: it may complete them later.
+  ~LateSends();
+
+  void add(Transport* transport, PeerAddr to, uint64_t tag, uint32_t call_seq,
+           Clock::time_point deadline);
+  // Posts what the provider now takes, drops what is past its deadline. Cheap when empty.
+  void retry();
+  size_t waiting() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Send : Completion {
+    Transport* transport = nullptr;
+    PeerAddr to{};
+    Clock::time_point deadline;
+    bool posted = false;
+    std::atomic<bool> done{false};  // set in the provider's progress, perhaps another call's
+  };
+  static void on_done(Completion* c, const Status& status, size_t bytes);
+
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<Send>> sends_;
+  std::atomic<size_t> count_{0};  // sends_ not yet done
+};
+
+}  // namespace efacoll
