@@ -6,6 +6,7 @@
 // EFACOLL_TIMEOUT.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -108,9 +109,13 @@ void expect_every_rank_told(const RankSetup& setup, int n, const Case& c) {
   const bool exact =
       c.same_shape || setup.transport != "tcp" || setup.fabric.protocol == Protocol::kRdma;
   std::vector<std::string> messages(n);
-  const auto start = std::chrono::steady_clock::now();
+  // The call's own time: setting the ranks up takes seconds under ThreadSanitizer.
+  std::vector<double> seconds(n);
   auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
+    const auto start = std::chrono::steady_clock::now();
     const Status st = run_call(ctx.comm, n, ctx.rank == 1 ? c.odd : Call{});
+    seconds[ctx.rank] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (st.is_ok() || (exact && st.code() != Code::kMismatch)) {
       ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": " + st.to_string());
     }
@@ -120,10 +125,9 @@ void expect_every_rank_told(const RankSetup& setup, int n, const Case& c) {
     const std::string after = next_call_failure(ctx.comm, ctx.rank, n);
     if (!after.empty()) ctx.failures->push_back(after);
   });
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(failures.empty()) << c.name << ": " << ::testing::PrintToString(failures);
-  EXPECT_LT(seconds, kTimeout.count() / 2) << c.name << ": found by the messages, not the timeout";
+  EXPECT_LT(*std::max_element(seconds.begin(), seconds.end()), kTimeout.count() / 2)
+      << c.name << ": found by the messages, not the timeout";
   bool named = false;
   for (const std::string& m : messages) named |= m.find(c.said) != std::string::npos;
   EXPECT_TRUE(named) << c.name << ": " << ::testing::PrintToString(messages);
@@ -278,9 +282,10 @@ void expect_abandoned_call_stops_the_others(const std::string& transport) {
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
   EXPECT_LT(seconds, kTimeout.count() / 2) << "stopped by the poison, not the timeout";
   for (int r : {0, 2}) {
-    // From rank 1, or from a rank that heard from it first.
-    EXPECT_NE(messages[r].find("stopped trusting this call"), std::string::npos)
-        << "rank " << r << ": " << messages[r];
+    // From rank 1's poison, or from the notice of a rank that heard from it first.
+    const bool told = messages[r].find("stopped trusting this call") != std::string::npos ||
+                      messages[r].find("found that the ranks' calls differ") != std::string::npos;
+    EXPECT_TRUE(told) << "rank " << r << ": " << messages[r];
   }
   EXPECT_NE(messages[1].find("an earlier phase of this call failed on this rank"),
             std::string::npos)
