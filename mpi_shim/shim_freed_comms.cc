@@ -7,10 +7,10 @@
 // now: at its old index (not yet destroyed, or a new one took both the memory and the slot) or
 // at another (a new one took the memory). Open MPI gives a new communicator the lowest free slot,
 // so a scan for it ends after a long run of empty slots past every index seen.
-// MPICH's handles are their own Fortran indices: there the table always says "alive", and MPICH
-// checks its handles itself. Frees that bypass MPI_Comm_free (Open MPI's Fortran library calls
-// PMPI_Comm_free) are not remembered; a stale Fortran handle becomes a null one in
-// PMPI_Comm_f2c, which check_comm refuses anyway.
+// MPICH's handles are their own Fortran indices, reused from object pools: there the table always
+// says "alive", and nothing is caught. Frees that bypass MPI_Comm_free (Open MPI's Fortran library
+// calls PMPI_Comm_free) are not remembered; a stale Fortran handle becomes a null one in
+// PMPI_Comm_f2c, which check_comm_handle refuses anyway.
 #include <atomic>
 #include <shared_mutex>
 #include <unordered_map>
