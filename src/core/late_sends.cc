@@ -14,13 +14,11 @@ LateSends::~LateSends() {
   }
 }
 
-void LateSends::add(Transport* transport, PeerAddr to, uint64_t tag, uint32_t call_seq,
-                    Clock::time_point deadline) {
+void LateSends::add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline) {
   auto s = std::make_unique<Send>();
   s->fn = &LateSends::on_done;
   s->tag = tag;
   s->call_seq = call_seq;
-  s->transport = transport;
   s->to = to;
   s->deadline = deadline;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -45,7 +43,7 @@ void LateSends::retry() {
       s->done = true;
       continue;
     }
-    const Status st = s->transport->send(s->to, nullptr, 0, s->tag, nullptr, s.get());
+    const Status st = transport_->send(s->to, nullptr, 0, s->tag, nullptr, s.get());
     if (st.is_ok()) {
       s->posted = true;
     } else if (st.code() != Code::kAgain) {

@@ -17,21 +17,18 @@ namespace efacoll {
 class LateSends {
  public:
   using Clock = std::chrono::steady_clock;
-  LateSends() = default;
+  explicit LateSends(Transport* transport) : transport_(transport) {}
   LateSends(const LateSends&) = delete;
   LateSends& operator=(const LateSends&) = delete;
   // Sends still held by the provider stay allocated: it may complete them later.
   ~LateSends();
 
-  void add(Transport* transport, PeerAddr to, uint64_t tag, uint32_t call_seq,
-           Clock::time_point deadline);
+  void add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline);
   // Posts what the provider now takes, drops what is past its deadline. Cheap when empty.
   void retry();
-  size_t waiting() const { return count_.load(std::memory_order_relaxed); }
 
  private:
   struct Send : Completion {
-    Transport* transport = nullptr;
     PeerAddr to{};
     Clock::time_point deadline;
     bool posted = false;
@@ -39,6 +36,7 @@ class LateSends {
   };
   static void on_done(Completion* c, const Status& status, size_t bytes);
 
+  Transport* transport_;
   std::mutex mutex_;
   std::deque<std::unique_ptr<Send>> sends_;
   std::atomic<size_t> count_{0};  // sends_ not yet done

@@ -236,8 +236,7 @@ void PeerWatch::retell() {
 }
 
 void PeerWatch::hand_off_untold(LateSends* late, std::chrono::steady_clock::time_point deadline) {
-  for (int peer : untold_)
-    late->add(ctx_.transport, (*ctx_.peers)[peer], notice_tag_, ctx_.seq, deadline);
+  for (int peer : untold_) late->add((*ctx_.peers)[peer], notice_tag_, ctx_.seq, deadline);
   untold_.clear();
 }
 

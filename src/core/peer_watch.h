@@ -56,7 +56,8 @@ class PeerWatch {
   // Posts again the notices a full queue turned away; whether some are still waiting.
   void retell();
   bool telling() const { return !untold_.empty(); }
-  // Leaves the notices not yet posted to `late`, to be posted until `deadline`.
+  // Leaves the notices not yet posted to `late` (of this call's transport), to be posted until
+  // `deadline`.
   void hand_off_untold(LateSends* late, std::chrono::steady_clock::time_point deadline);
   size_t in_flight() const { return in_flight_; }
   // Cancels the receives of cards not come: the call is over.

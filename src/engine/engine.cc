@@ -25,7 +25,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     : transport_(std::move(transport)),
       config_(config),
       gpu_(std::move(gpu)),
-      late_sends_(std::make_unique<LateSends>()) {
+      late_sends_(std::make_unique<LateSends>(transport_.get())) {
   config_.max_chunk_bytes = std::min(config_.max_chunk_bytes, transport_->info().max_msg_size);
   const TransportInfo& ti = transport_->info();
   // FI_MR_HMEM: device memory is always registered, even for local use.
