@@ -46,6 +46,13 @@ class ReentryGuard {
   bool reentered_;
 };
 
+// A lock of `mutex` under MPI_THREAD_MULTIPLE, and none below it, where one thread calls MPI at
+// a time: the shim's own state then costs no lock. Lock: std::unique_lock or std::shared_lock.
+template <typename Lock>
+Lock lock_if_threads(typename Lock::mutex_type& mutex) {
+  return state().thread_level == MPI_THREAD_MULTIPLE ? Lock(mutex) : Lock();
+}
+
 // The shim's own lock for its state's teardown (MPI_Finalize); a no-op below
 // MPI_THREAD_MULTIPLE. Collectives take none here: the engine serialises itself
 // (EngineConfig::concurrent), so SINGLE and FUNNELED pay for no thread lock in the shim.

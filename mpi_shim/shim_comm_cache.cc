@@ -84,8 +84,7 @@ std::set<Cached*>& live() {
 // only then, and only when a communicator comes or goes, never per call.
 std::unique_lock<std::mutex> live_lock() {
   static auto* m = new std::mutex();
-  if (state().thread_level != MPI_THREAD_MULTIPLE) return std::unique_lock<std::mutex>();
-  return std::unique_lock<std::mutex>(*m);
+  return lock_if_threads<std::unique_lock<std::mutex>>(*m);
 }
 
 int delete_cached(MPI_Comm, int, void* value, void*) {

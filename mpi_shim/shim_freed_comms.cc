@@ -40,16 +40,12 @@ Freed& freed() {
   return *f;
 }
 
-bool threads() { return state().thread_level == MPI_THREAD_MULTIPLE; }
-
 std::unique_lock<std::shared_mutex> write_lock(Freed& f) {
-  return threads() ? std::unique_lock<std::shared_mutex>(f.mutex)
-                   : std::unique_lock<std::shared_mutex>();
+  return lock_if_threads<std::unique_lock<std::shared_mutex>>(f.mutex);
 }
 
 std::shared_lock<std::shared_mutex> read_lock(Freed& f) {
-  return threads() ? std::shared_lock<std::shared_mutex>(f.mutex)
-                   : std::shared_lock<std::shared_mutex>();
+  return lock_if_threads<std::shared_lock<std::shared_mutex>>(f.mutex);
 }
 
 bool lives_anywhere(MPI_Comm comm, MPI_Fint highest_seen) {

@@ -17,9 +17,7 @@ ReentryGuard::~ReentryGuard() {
 }
 
 std::unique_lock<std::mutex> engine_lock() {
-  State& s = state();
-  if (s.thread_level == MPI_THREAD_MULTIPLE) return std::unique_lock<std::mutex>(s.engine_mutex);
-  return std::unique_lock<std::mutex>();
+  return lock_if_threads<std::unique_lock<std::mutex>>(state().engine_mutex);
 }
 
 bool engine_active() {
