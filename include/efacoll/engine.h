@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bitset>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -85,6 +86,10 @@ struct EngineConfig {
   // near each other (src/tune/trials.h); 0: the model's pick stands.
   int tune_trials = 0;
   std::chrono::milliseconds timeout{300000};
+  // A call into the provider held its thread past `timeout` (it never returned, so the call
+  // that made it cannot time out): the watchdog calls this once, from its thread, with the
+  // message. Empty: the message is logged and the process aborts.
+  std::function<void(const std::string&)> on_stuck_provider;
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;
@@ -166,6 +171,10 @@ class Engine {
   void offer_comm_ids(uint8_t* bitmap, bool nested);
   bool take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status* st);
   void idle_progress_loop();
+  // provider_watchdog.cc
+  void note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq);
+  void watchdog_loop();
+  void watch_provider_calls();
 
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
@@ -184,7 +193,13 @@ class Engine {
   TunedChoice last_choice_;
   const char* last_algorithm_ = "none";
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> last_started_{0};  // the collective's kind, communicator and call
+  bool stuck_reported_ = false;            // the watchdog's own
   std::thread idle_progress_;
+  // Its own thread, not idle_progress_: that one may be the thread the provider holds.
+  std::thread watchdog_;
+  std::mutex watchdog_mutex_;
+  std::condition_variable watchdog_wake_;  // at the engine's end
 };
 
 class Comm {

@@ -108,6 +108,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
              " (call " + std::to_string(ctx.seq) + ", rank " + std::to_string(rank_) + " of " +
              std::to_string(size_) + ")";
+  engine_->note_call_started(args.kind, id_, ctx.seq);
   EFACOLL_TRACE(kColl, "%s: %s, %s%s, %zu ops, chunk %zu B", ctx.what.c_str(), schedule.algorithm,
                 gpu ? "GPU " : "host ", staged ? "staged" : "direct", schedule.ops.size(),
                 chunk_bytes);

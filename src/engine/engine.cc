@@ -34,6 +34,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   }
   if (config_.idle_progress.count() > 0)
     idle_progress_ = std::thread([this] { idle_progress_loop(); });
+  if (config_.timeout.count() > 0) watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
 void Engine::idle_progress_loop() {
@@ -47,10 +48,15 @@ void Engine::idle_progress_loop() {
   }
 }
 
-// The progress thread stops first; registrations go before the memory and the transport.
+// The threads stop first; registrations go before the memory and the transport.
 Engine::~Engine() {
-  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(watchdog_mutex_);
+    stopping_ = true;
+  }
+  watchdog_wake_.notify_all();
   if (idle_progress_.joinable()) idle_progress_.join();
+  if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
   if (stage_) gpu_->free_pinned(stage_);
 }

@@ -8,6 +8,7 @@
 
 #include "efacoll/status.h"
 #include "efacoll/types.h"
+#include "transport/provider_clock.h"
 
 namespace efacoll {
 
@@ -95,6 +96,8 @@ class Transport {
   virtual Status progress(int* completed) = 0;
   // Asks for a posted operation to end; its callback still runs (with an error) in progress().
   virtual void cancel(Completion* completion) = 0;
+  // The call into the provider, by any thread, in progress longest; false when none is.
+  virtual bool oldest_provider_call(ProviderCall* /*out*/) const { return false; }
 };
 
 }  // namespace efacoll

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "forwarding_transport.h"
 #include "reference.h"
 #include "thread_ranks.h"
 #include "transport/tag.h"
@@ -96,21 +97,10 @@ TEST(GiveUp, PeersOfARankThatTimesOutErrWithItOverUdp) {
 
 // Turns away the notices a rank sends (Code::kAgain, as a full queue or tcp;ofi_rxm still
 // connecting to the peer does) for `hold` from the first one, and passes everything else on.
-class NoticesHeldBack : public Transport {
+class NoticesHeldBack : public ForwardingTransport {
  public:
   NoticesHeldBack(std::unique_ptr<Transport> inner, std::chrono::milliseconds hold)
-      : inner_(std::move(inner)), hold_(hold) {}
-  const TransportInfo& info() const override { return inner_->info(); }
-  std::vector<uint8_t> local_address() const override { return inner_->local_address(); }
-  Status insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
-                      std::vector<PeerAddr>* out) override {
-    return inner_->insert_peers(addresses, out);
-  }
-  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
-                         MemRegion* out) override {
-    return inner_->register_memory(ptr, bytes, kind, device, out);
-  }
-  void deregister_memory(MemRegion* region) override { inner_->deregister_memory(region); }
+      : ForwardingTransport(std::move(inner)), hold_(hold) {}
   Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* c) override {
     if (tag_msg_id(tag) >= kNoticeMsgBase) {
@@ -118,20 +108,10 @@ class NoticesHeldBack : public Transport {
       if (!first_notice_) first_notice_ = now;
       if (now < *first_notice_ + hold_) return Status(Code::kAgain, "notices held back");
     }
-    return inner_->send(peer, buf, bytes, tag, region, c);
+    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
   }
-  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    return inner_->recv(peer, buf, bytes, tag, region, c);
-  }
-  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* c) override {
-    return inner_->peek(peer, tag, ignore, c);
-  }
-  Status progress(int* completed) override { return inner_->progress(completed); }
-  void cancel(Completion* c) override { inner_->cancel(c); }
 
  private:
-  std::unique_ptr<Transport> inner_;
   std::chrono::milliseconds hold_;
   std::optional<std::chrono::steady_clock::time_point> first_notice_;
 };

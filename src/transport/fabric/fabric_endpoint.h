@@ -120,6 +120,7 @@ class FabricTransport : public Transport {
   Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* completion) override;
   Status progress(int* completed) override;
   void cancel(Completion* completion) override;
+  bool oldest_provider_call(ProviderCall* out) const override { return clock_.oldest(out); }
 
  private:
   Status choose_protocol(const fi_info* fi, const FabricOptions& options);
@@ -198,6 +199,8 @@ class FabricTransport : public Transport {
   std::unordered_map<uint32_t, Request*> awaited_writes_;
   uint32_t next_completion_id_ = 1;
   std::atomic<uint64_t> next_key_{1};
+  // Marks the calls that make the provider progress: the completion queue's reads and the posts.
+  ProviderClock clock_;
 };
 
 }  // namespace efacoll

@@ -112,8 +112,12 @@ Status FabricTransport::post_write(Request* r) {
   const uint32_t signature = r->truncated ? kShortWriteSignature : tag_signature(r->tag);
   const uint64_t data = (r->cts.completion_id & kCompletionIdMask) |
                         (static_cast<uint64_t>(signature) << kCompletionIdBits);
-  ssize_t rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, data, r->peer, r->cts.addr,
-                            r->cts.key, &r->context);
+  ssize_t rc;
+  {
+    ProviderClock::Scope timed(clock_, "fi_writedata");
+    rc = fi_writedata(ep_.get(), r->buf, r->bytes, r->desc, data, r->peer, r->cts.addr, r->cts.key,
+                      &r->context);
+  }
   if (rc == 0) return Status::ok();
   if (rc == -FI_EAGAIN) {
     std::lock_guard<std::mutex> lock(mutex_);

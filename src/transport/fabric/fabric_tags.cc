@@ -50,6 +50,7 @@ size_t FabricTransport::sent_length(uint64_t flags, uint64_t data, size_t len) c
 
 ssize_t FabricTransport::post_tsend(const void* buf, size_t len, void* desc, fi_addr_t peer,
                                     uint64_t tag, uint32_t call_seq, void* context) {
+  ProviderClock::Scope timed(clock_, "fi_tsend");
   if (!signature_in_data_ && !length_in_data_)
     return fi_tsend(ep_.get(), buf, len, desc, peer, tag, context);
   return fi_tsenddata(ep_.get(), buf, len, desc, cq_data(tag, len, call_seq), peer,
@@ -58,6 +59,7 @@ ssize_t FabricTransport::post_tsend(const void* buf, size_t len, void* desc, fi_
 
 ssize_t FabricTransport::post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag,
                                       uint32_t call_seq) {
+  ProviderClock::Scope timed(clock_, "fi_tinject");
   if (!signature_in_data_ && !length_in_data_) return fi_tinject(ep_.get(), buf, len, peer, tag);
   return fi_tinjectdata(ep_.get(), buf, len, cq_data(tag, len, call_seq), peer,
                         matched_tag(tag, call_seq));
@@ -65,6 +67,7 @@ ssize_t FabricTransport::post_tinject(const void* buf, size_t len, fi_addr_t pee
 
 ssize_t FabricTransport::post_trecv(void* buf, size_t len, void* desc, uint64_t tag,
                                     uint64_t ignore, uint32_t call_seq, void* context) {
+  ProviderClock::Scope timed(clock_, "fi_trecv");
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
   if (signature_in_data_) ignore &= ~kSignatureMask;
   return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, matched_tag(tag, call_seq), ignore,

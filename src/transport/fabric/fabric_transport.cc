@@ -286,7 +286,11 @@ Status FabricTransport::peek(PeerAddr, uint64_t tag, uint64_t ignore, Completion
   msg.tag = tag;
   msg.ignore = ignore;
   msg.context = &r->context;
-  ssize_t rc = fi_trecvmsg(ep_.get(), &msg, FI_PEEK);
+  ssize_t rc;
+  {
+    ProviderClock::Scope timed(clock_, "fi_trecvmsg(FI_PEEK)");
+    rc = fi_trecvmsg(ep_.get(), &msg, FI_PEEK);
+  }
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -333,7 +337,11 @@ Status FabricTransport::on_completion(Request* r, size_t len, uint64_t tag, size
 
 Status FabricTransport::read_cq_error(int* completed) {
   fi_cq_err_entry err = {};
-  ssize_t rc = fi_cq_readerr(cq_.get(), &err, 0);
+  ssize_t rc;
+  {
+    ProviderClock::Scope timed(clock_, "fi_cq_readerr");
+    rc = fi_cq_readerr(cq_.get(), &err, 0);
+  }
   if (rc < 0) return fabric_error("fi_cq_readerr", static_cast<int>(rc));
   // Providers disagree on the sign of err (shm reports -FI_ETRUNC).
   const int code = err.err < 0 ? -err.err : err.err;
@@ -379,7 +387,11 @@ Status FabricTransport::progress(int* completed) {
   EFACOLL_RETURN_IF_ERROR(retry_writes());
   fi_cq_tagged_entry entries[32];
   for (;;) {
-    ssize_t n = fi_cq_read(cq_.get(), entries, 32);
+    ssize_t n;
+    {
+      ProviderClock::Scope timed(clock_, "fi_cq_read");
+      n = fi_cq_read(cq_.get(), entries, 32);
+    }
     if (n == -FI_EAGAIN) break;
     if (n == -FI_EAVAIL) {
       EFACOLL_RETURN_IF_ERROR(read_cq_error(completed));

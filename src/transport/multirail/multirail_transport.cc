@@ -162,4 +162,15 @@ void MultiRailTransport::cancel(Completion* completion) {
   for (auto& rail : rails_) rail->cancel(completion);
 }
 
+bool MultiRailTransport::oldest_provider_call(ProviderCall* out) const {
+  bool any = false;
+  for (const auto& rail : rails_) {
+    ProviderCall c;
+    if (!rail->oldest_provider_call(&c) || (any && c.since >= out->since)) continue;
+    *out = c;
+    any = true;
+  }
+  return any;
+}
+
 }  // namespace efacoll

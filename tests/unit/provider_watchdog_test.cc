@@ -1,0 +1,224 @@
+// A call into the provider that never returns cannot time out by itself: the engine's watchdog
+// reports it once it has held its thread for EFACOLL_TIMEOUT, and without a handler the process
+// aborts saying why (src/engine/provider_watchdog.cc).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "forwarding_transport.h"
+#include "reference.h"
+#include "thread_ranks.h"
+#include "transport/provider_clock.h"
+
+namespace efacoll {
+namespace testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+TEST(ProviderClock, ReportsTheCallThatEnteredFirstUntilItReturns) {
+  ProviderClock clock;
+  ProviderCall call;
+  EXPECT_FALSE(clock.oldest(&call));
+  const auto before = steady_clock::now();
+  {
+    ProviderClock::Scope outer(clock, "fi_cq_read");
+    std::this_thread::sleep_for(milliseconds(2));
+    {
+      ProviderClock::Scope inner(clock, "fi_writedata");
+      ASSERT_TRUE(clock.oldest(&call));
+      EXPECT_STREQ(call.what, "fi_cq_read");
+      EXPECT_GE(call.since, before);
+      EXPECT_LE(call.since, steady_clock::now() - milliseconds(2));
+    }
+    ASSERT_TRUE(clock.oldest(&call));
+    EXPECT_STREQ(call.what, "fi_cq_read");
+  }
+  EXPECT_FALSE(clock.oldest(&call));
+}
+
+TEST(ProviderClock, SeesAnotherThreadsCallAndLeavesCallsBeyondItsSlotsUnmarked) {
+  ProviderClock clock;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool entered = false, leave = false;
+  std::thread other([&] {
+    ProviderClock::Scope held(clock, "fi_tsend");
+    std::unique_lock<std::mutex> lock(mutex);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return leave; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return entered; });
+  }
+  ProviderCall call;
+  ASSERT_TRUE(clock.oldest(&call));
+  EXPECT_STREQ(call.what, "fi_tsend");
+  {
+    // More calls at once than slots: the first one stays the oldest, nothing breaks.
+    std::vector<std::unique_ptr<ProviderClock::Scope>> many;
+    for (int i = 0; i < 40; ++i)
+      many.push_back(std::make_unique<ProviderClock::Scope>(clock, "fi_trecv"));
+    ASSERT_TRUE(clock.oldest(&call));
+    EXPECT_STREQ(call.what, "fi_tsend");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    leave = true;
+  }
+  cv.notify_all();
+  other.join();
+  EXPECT_FALSE(clock.oldest(&call));
+}
+
+// Once armed, the next progress call holds its thread inside "the provider" (marked as
+// fi_cq_read on its own clock) until released or `hold` has passed.
+class ProviderHoldsTheThread : public ForwardingTransport {
+ public:
+  ProviderHoldsTheThread(std::unique_ptr<Transport> inner, milliseconds hold)
+      : ForwardingTransport(std::move(inner)), hold_(hold) {}
+  void arm() { armed_ = true; }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  steady_clock::time_point held_since() const { return held_since_.load(); }
+  Status progress(int* completed) override {
+    if (armed_.exchange(false)) {
+      ProviderClock::Scope held(clock_, "fi_cq_read");
+      held_since_ = steady_clock::now();
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait_for(lock, hold_, [this] { return released_; });
+    }
+    return ForwardingTransport::progress(completed);
+  }
+  bool oldest_provider_call(ProviderCall* out) const override {
+    return clock_.oldest(out) || ForwardingTransport::oldest_provider_call(out);
+  }
+
+ private:
+  milliseconds hold_;
+  std::atomic<bool> armed_{false};
+  std::atomic<steady_clock::time_point> held_since_{};
+  ProviderClock clock_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+struct Watched {
+  std::mutex mutex;
+  std::vector<std::string> reports;
+  steady_clock::time_point first_report, held_since;
+};
+
+// Two ranks over tcp run an exact allreduce; then rank 1's provider holds its thread for `hold`
+// in the second one, with a timeout of one second on rank 1.
+void run_with_a_held_provider(milliseconds hold, Watched* watched) {
+  RankSetup setup;
+  setup.transport = "tcp";
+  setup.config.timeout = milliseconds(30000);
+  setup.config.tune = false;
+  ProviderHoldsTheThread* held = nullptr;
+  setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    if (rank != 1) return t;
+    auto wrapped = std::make_unique<ProviderHoldsTheThread>(std::move(t), hold);
+    held = wrapped.get();
+    return wrapped;
+  };
+  setup.adjust = [&](int rank, EngineConfig* config) {
+    if (rank != 1) return;
+    config->timeout = milliseconds(1000);
+    config->idle_progress = std::chrono::microseconds(0);  // only the call's own progress
+    config->on_stuck_provider = [&](const std::string& message) {
+      std::lock_guard<std::mutex> lock(watched->mutex);
+      if (watched->reports.empty()) {
+        watched->first_report = steady_clock::now();
+        watched->held_since = held->held_since();
+      }
+      watched->reports.push_back(message);
+      held->release();
+    };
+  };
+  auto failures = run_ranks(2, setup, [&](RankContext& ctx) {
+    const std::string first = check_allreduce_in_place(ctx.comm, ctx.rank, 2, 4096);
+    if (!first.empty()) ctx.failures->push_back("first call: " + first);
+    if (ctx.rank == 1) held->arm();
+    // The held call may end in error (its peers waited too) or exact; never wrong.
+    const std::string second = check_allreduce_in_place(ctx.comm, ctx.rank, 2, 4096);
+    if (!second.empty() && second.find("EFACOLL_TIMEOUT") == std::string::npos &&
+        second.find("gave up") == std::string::npos)
+      ctx.failures->push_back("second call: " + second);
+  });
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  if (!watched->reports.empty()) {
+    const double late =
+        std::chrono::duration<double>(watched->first_report - watched->held_since).count();
+    EXPECT_GE(late, 0.99) << "reported before the timeout";
+    EXPECT_LT(late, 3.0) << "reported long after the timeout";
+  }
+}
+
+TEST(ProviderWatchdog, ACallTheProviderDoesNotReturnFromIsReportedOnceAtTheTimeout) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  Watched watched;
+  run_with_a_held_provider(milliseconds(10000), &watched);
+  ASSERT_EQ(watched.reports.size(), 1u) << ::testing::PrintToString(watched.reports);
+  const std::string& m = watched.reports[0];
+  EXPECT_TRUE(std::regex_search(
+      m, std::regex("^fi_cq_read of provider tcp;ofi_rxm has not returned for [0-9.]+ s "
+                    "\\(EFACOLL_TIMEOUT 1 s\\)")))
+      << m;
+  EXPECT_TRUE(std::regex_search(
+      m, std::regex("last collective started here: allreduce on communicator [0-9]+ "
+                    "\\(call [0-9]+\\)$")))
+      << m;
+}
+
+TEST(ProviderWatchdog, AProviderCallShorterThanTheTimeoutIsNotReported) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  Watched watched;
+  run_with_a_held_provider(milliseconds(400), &watched);
+  EXPECT_TRUE(watched.reports.empty()) << ::testing::PrintToString(watched.reports);
+}
+
+// Reports a call that entered the provider ten seconds ago and never left.
+class ProviderStuckLongAgo : public ForwardingTransport {
+ public:
+  using ForwardingTransport::ForwardingTransport;
+  bool oldest_provider_call(ProviderCall* out) const override {
+    out->what = "fi_cq_read";
+    out->since = steady_clock::now() - std::chrono::seconds(10);
+    return true;
+  }
+};
+
+TEST(ProviderWatchdogDeathTest, WithoutAHandlerTheProcessAbortsSayingWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        RankSetup setup;
+        setup.config.timeout = milliseconds(1000);
+        setup.wrap = [](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+          return std::make_unique<ProviderStuckLongAgo>(std::move(t));
+        };
+        run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(5000)); });
+        std::fprintf(stderr, "the watchdog let the process live\n");
+        std::exit(0);
+      },
+      "efacoll ERROR NET fi_cq_read of provider loopback has not returned for 10\\.[0-9] s "
+      "\\(EFACOLL_TIMEOUT 1 s\\).*efacoll stops this process");
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace efacoll
