@@ -1,4 +1,5 @@
-// The Fortran bindings of the four collectives, and of MPI_Init(_thread) and MPI_Finalize. Open
+// The Fortran bindings of the four collectives, and of MPI_Init(_thread), MPI_Finalize and
+// MPI_Comm_free. Open
 // MPI's Fortran library calls PMPI_* itself (MPI-3.1 section 14.2 lets it), so a Fortran code never
 // reaches efacoll's C entry points: the Fortran symbols are defined here too and lead to them.
 // mpif.h and `use mpi` call one of four manglings of the name (mpi_allreduce_ for gfortran); `use
@@ -111,6 +112,17 @@ EFACOLL_EXPORT void ompi_finalize_f(MPI_Fint* ierr) {
   fortran_call(ierr, [] { return MPI_Finalize(); });
 }
 
+// Through efacoll's MPI_Comm_free, which remembers the value freed: a C copy of the handle,
+// kept by mixed-language code, is then caught as stale (shim_freed_comms.cc).
+EFACOLL_EXPORT void ompi_comm_free_f(MPI_Fint* comm, MPI_Fint* ierr) {
+  fortran_call(ierr, [&] {
+    MPI_Comm c_comm = MPI_Comm_f2c(*comm);
+    const int rc = MPI_Comm_free(&c_comm);
+    if (rc == MPI_SUCCESS) *comm = MPI_Comm_c2f(c_comm);
+    return rc;
+  });
+}
+
 EFACOLL_EXPORT void ompi_allreduce_f(char* sendbuf, char* recvbuf, MPI_Fint* count,
                                      MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm,
                                      MPI_Fint* ierr) {
@@ -160,6 +172,7 @@ EFACOLL_FORTRAN_NAMES(MPI_INIT, mpi_init, ompi_init_f, (MPI_Fint*))
 EFACOLL_FORTRAN_NAMES(MPI_INIT_THREAD, mpi_init_thread, ompi_init_thread_f,
                       (MPI_Fint*, MPI_Fint*, MPI_Fint*))
 EFACOLL_FORTRAN_NAMES(MPI_FINALIZE, mpi_finalize, ompi_finalize_f, (MPI_Fint*))
+EFACOLL_FORTRAN_NAMES(MPI_COMM_FREE, mpi_comm_free, ompi_comm_free_f, (MPI_Fint*, MPI_Fint*))
 EFACOLL_FORTRAN_NAMES(MPI_ALLREDUCE, mpi_allreduce, ompi_allreduce_f,
                       (char*, char*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 EFACOLL_FORTRAN_NAMES(MPI_ALLGATHER, mpi_allgather, ompi_allgather_f,

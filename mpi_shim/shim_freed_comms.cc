@@ -8,9 +8,9 @@
 // at another (a new one took the memory). Open MPI gives a new communicator the lowest free slot,
 // so a scan for it ends after a long run of empty slots past every index seen.
 // MPICH's handles are their own Fortran indices, reused from object pools: there the table always
-// says "alive", and nothing is caught. Frees that bypass MPI_Comm_free (Open MPI's Fortran library
-// calls PMPI_Comm_free) are not remembered; a stale Fortran handle becomes a null one in
-// PMPI_Comm_f2c, which check_comm_handle refuses anyway.
+// says "alive", and nothing is caught. Open MPI's Fortran library calls PMPI_Comm_free itself, so
+// its MPI_COMM_FREE is defined in shim_fortran.cc too and leads here; a stale Fortran handle
+// becomes a null one in PMPI_Comm_f2c, which check_comm_handle refuses.
 #include <atomic>
 #include <shared_mutex>
 #include <unordered_map>

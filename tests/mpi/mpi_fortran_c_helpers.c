@@ -30,6 +30,28 @@ int efacoll_test_stale_handles_caught(void) {
 #endif
 }
 
+static MPI_Comm kept_copy = MPI_COMM_NULL;
+
+/* Keeps a C copy of a Fortran communicator handle, as mixed-language codes do. */
+void efacoll_test_keep_c_copy(MPI_Fint comm) { kept_copy = MPI_Comm_f2c(comm); }
+
+/* The error class of an int allreduce on the kept copy, with MPI_ERRORS_RETURN on
+ * MPI_COMM_WORLD meanwhile (where an error on a handle that is no communicator goes); -1 when
+ * the call changed its receive buffer. */
+int efacoll_test_allreduce_on_kept_copy(void) {
+  int in[4] = {1, 2, 3, 4}, out[4] = {-7, -7, -7, -7}, cls = MPI_SUCCESS;
+  MPI_Errhandler was;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &was);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int rc = MPI_Allreduce(in, out, 4, MPI_INT, MPI_SUM, kept_copy);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, was);
+  MPI_Errhandler_free(&was);
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  for (int i = 0; i < 4; ++i)
+    if (out[i] != -7) return -1;
+  return cls;
+}
+
 typedef int (*cuda_int_fn)(int);
 typedef int (*cuda_count_fn)(int*);
 typedef int (*cuda_malloc_fn)(void**, size_t);

@@ -26,6 +26,15 @@ module fortran_checks
       import :: c_int
       integer(c_int) :: stale_handles_caught
     end function stale_handles_caught
+    subroutine keep_c_copy(comm) bind(C, name="efacoll_test_keep_c_copy")
+      import :: c_int
+      integer(c_int), value :: comm
+    end subroutine keep_c_copy
+    ! MPI's error class; -1 when the receive buffer changed
+    function allreduce_on_kept_copy() bind(C, name="efacoll_test_allreduce_on_kept_copy")
+      import :: c_int
+      integer(c_int) :: allreduce_on_kept_copy
+    end function allreduce_on_kept_copy
     ! c_null_ptr where there is no GPU
     function device_copy(host, bytes) bind(C, name="efacoll_test_device_copy")
       import :: c_ptr, c_size_t

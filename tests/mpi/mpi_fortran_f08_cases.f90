@@ -11,6 +11,7 @@ subroutine f08_cases(rank, nranks)
   integer(kind=8) :: big(n), big_out(n)
   real :: gathered(m * nranks), mine(m), r_in(m * nranks), r_out(m)
   integer(c_long_long) :: e0, m0
+  type(MPI_Comm) :: dup
   integer :: ierr, i
 
   ! MPI_DOUBLE_PRECISION, MPI_SUM, in place
@@ -56,4 +57,14 @@ subroutine f08_cases(rank, nranks)
               'use mpi_f08: reduce_scatter_block real sum')
   call expect_route(k_reduce_scatter, e0, m0, host_calls_run, &
                     'use mpi_f08: reduce_scatter_block real sum')
+
+  ! MPI_Comm_free while C code keeps a copy of the handle: that copy is then stale
+  if (stale_handles_caught() == 1) then
+    call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)
+    call keep_c_copy(dup%MPI_VAL)
+    call MPI_Comm_free(dup, ierr)
+    call expect(ierr == MPI_SUCCESS .and. dup == MPI_COMM_NULL, 'use mpi_f08: MPI_Comm_free')
+    call expect(allreduce_on_kept_copy() == MPI_ERR_COMM, &
+                'use mpi_f08: C copy of a handle MPI_Comm_free released')
+  end if
 end subroutine f08_cases

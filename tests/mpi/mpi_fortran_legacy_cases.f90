@@ -140,6 +140,13 @@ subroutine legacy_cases(rank, nranks)
     call expect(cls == MPI_ERR_COMM .and. all(d_out == -7d0), 'use mpi: stale communicator handle')
     call MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_handler, ierr)
     call MPI_Errhandler_free(world_handler, ierr)
+    ! freed here, through MPI_COMM_FREE, while C code keeps a copy of the handle
+    call MPI_Comm_dup(MPI_COMM_WORLD, freed, ierr)
+    call keep_c_copy(freed)
+    call MPI_Comm_free(freed, ierr)
+    call expect(ierr == MPI_SUCCESS .and. freed == MPI_COMM_NULL, 'use mpi: MPI_COMM_FREE')
+    call expect(allreduce_on_kept_copy() == MPI_ERR_COMM, &
+                'use mpi: C copy of a handle MPI_COMM_FREE released')
   end if
   ! and the next valid call on that communicator works
   call MPI_Allreduce(d_in, d_out, n, MPI_DOUBLE_PRECISION, MPI_SUM, comm, ierr)
