@@ -174,7 +174,9 @@ class Engine {
   // provider_watchdog.cc
   void note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq);
   void watchdog_loop();
-  void watch_provider_calls();
+  // Time before counted_from (the process was stopped) does not count against a call.
+  void watch_provider_calls(std::chrono::steady_clock::time_point now,
+                            std::chrono::steady_clock::time_point counted_from);
 
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;

@@ -26,19 +26,29 @@ void Engine::note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq) {
 }
 
 // Looks a few times a timeout (8), so that a stuck call is reported at most an eighth of the
-// timeout late.
+// timeout late. Woken far later than it asked, the watchdog takes it that the whole process was
+// stopped (SIGSTOP, a debugger, a suspended job), the held call with it: only the time after
+// that counts against the call, so that resuming does not abort it.
 void Engine::watchdog_loop() {
-  const auto every = std::clamp<std::chrono::steady_clock::duration>(
+  using std::chrono::steady_clock;
+  const steady_clock::duration every = std::clamp<steady_clock::duration>(
       config_.timeout / 8, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  auto looked = steady_clock::now();
+  steady_clock::time_point counted_from;  // no stop seen: all of a call's time counts
   std::unique_lock<std::mutex> lock(watchdog_mutex_);
-  while (!watchdog_wake_.wait_for(lock, every, [this] { return stopping_.load(); }))
-    watch_provider_calls();
+  while (!watchdog_wake_.wait_for(lock, every, [this] { return stopping_.load(); })) {
+    const auto now = steady_clock::now();
+    if (now - looked > every + std::chrono::seconds(1)) counted_from = now;
+    looked = now;
+    watch_provider_calls(now, counted_from);
+  }
 }
 
-void Engine::watch_provider_calls() {
+void Engine::watch_provider_calls(std::chrono::steady_clock::time_point now,
+                                  std::chrono::steady_clock::time_point counted_from) {
   ProviderCall call;
   if (stuck_reported_ || !transport_->oldest_provider_call(&call)) return;
-  const auto held = std::chrono::steady_clock::now() - call.since;
+  const auto held = now - std::max(call.since, counted_from);
   if (held <= config_.timeout) return;
   stuck_reported_ = true;
   char last[128] = "none";

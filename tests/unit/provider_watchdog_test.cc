@@ -1,11 +1,15 @@
 // A call into the provider that never returns cannot time out by itself: the engine's watchdog
 // reports it once it has held its thread for EFACOLL_TIMEOUT, and without a handler the process
 // aborts saying why (src/engine/provider_watchdog.cc).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -191,32 +195,79 @@ TEST(ProviderWatchdog, AProviderCallShorterThanTheTimeoutIsNotReported) {
   EXPECT_TRUE(watched.reports.empty()) << ::testing::PrintToString(watched.reports);
 }
 
-// Reports a call that entered the provider ten seconds ago and never left.
-class ProviderStuckLongAgo : public ForwardingTransport {
+// Reports one call that entered the provider at `since` and never left.
+class ProviderStuckSince : public ForwardingTransport {
  public:
-  using ForwardingTransport::ForwardingTransport;
+  ProviderStuckSince(std::unique_ptr<Transport> inner, steady_clock::time_point since)
+      : ForwardingTransport(std::move(inner)), since_(since) {}
   bool oldest_provider_call(ProviderCall* out) const override {
     out->what = "fi_cq_read";
-    out->since = steady_clock::now() - std::chrono::seconds(10);
+    out->since = since_;
     return true;
   }
+
+ private:
+  steady_clock::time_point since_;
 };
+
+// One rank over loopback whose provider call entered at `since`, with EFACOLL_TIMEOUT `timeout`
+// and no handler: the watchdog's default ends the process.
+void run_stuck_rank(steady_clock::time_point since, milliseconds timeout) {
+  RankSetup setup;
+  setup.config.timeout = timeout;
+  setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    return std::make_unique<ProviderStuckSince>(std::move(t), since);
+  };
+  run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(20000)); });
+  std::fprintf(stderr, "the watchdog let the process live\n");
+  std::exit(0);
+}
 
 TEST(ProviderWatchdogDeathTest, WithoutAHandlerTheProcessAbortsSayingWhy) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        RankSetup setup;
-        setup.config.timeout = milliseconds(1000);
-        setup.wrap = [](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-          return std::make_unique<ProviderStuckLongAgo>(std::move(t));
-        };
-        run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(5000)); });
-        std::fprintf(stderr, "the watchdog let the process live\n");
-        std::exit(0);
-      },
-      "efacoll ERROR NET fi_cq_read of provider loopback has not returned for 10\\.[0-9] s "
-      "\\(EFACOLL_TIMEOUT 1 s\\).*efacoll stops this process");
+  EXPECT_DEATH(run_stuck_rank(steady_clock::now() - std::chrono::seconds(10), milliseconds(1000)),
+               "efacoll ERROR NET fi_cq_read of provider loopback has not returned for 10\\.[0-9] "
+               "s \\(EFACOLL_TIMEOUT 1 s\\).*efacoll stops this process");
+}
+
+// A process stopped (SIGSTOP: a debugger, a suspended job) while a call is in the provider is
+// not aborted for the stop when it resumes: the call gets a whole timeout from then.
+TEST(ProviderWatchdog, TheTimeAProcessWasStoppedDoesNotCountAgainstItsCall) {
+  const milliseconds timeout(2000);
+  int err[2];
+  ASSERT_EQ(pipe(err), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    dup2(err[1], 2);
+    run_stuck_rank(steady_clock::now(), timeout);
+  }
+  close(err[1]);
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  std::this_thread::sleep_for(milliseconds(3000));  // past the timeout, stopped
+  ASSERT_EQ(kill(child, SIGCONT), 0);
+  const auto resumed = steady_clock::now();
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0 &&
+         steady_clock::now() - resumed < milliseconds(10000))
+    std::this_thread::sleep_for(milliseconds(10));
+  const double after = std::chrono::duration<double>(steady_clock::now() - resumed).count();
+  if (!WIFSIGNALED(status) && !WIFEXITED(status)) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "still alive 10 s after it resumed";
+  }
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = read(err[0], buf, sizeof(buf))) > 0;) said.append(buf, n);
+  close(err[0]);
+  // abort(), or exit(1) where a library's SIGABRT handler (libpsm2's) prints a backtrace first
+  EXPECT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))
+      << "status " << status;
+  EXPECT_NE(said.find("has not returned for 2."), std::string::npos) << said;
+  EXPECT_GE(after, 1.8) << "aborted for the time it was stopped";
+  EXPECT_LT(after, 4.0) << "the stuck call was not reported after the stop";
 }
 
 }  // namespace
