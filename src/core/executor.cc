@@ -31,6 +31,34 @@ void IdleBackoff::idle() {
 
 namespace {
 
+// A pass of the wait loop takes microseconds. One that took over a second, waits for the
+// engine's lock aside, found the process stopped (SIGSTOP, a debugger, a suspended job), and the
+// peers' silence during the stop was not theirs. One stop a timeout is forgiven, no more, so that
+// a provider whose calls keep taking seconds still times out.
+class StopForgiveness {
+  using Clock = std::chrono::steady_clock;
+
+ public:
+  explicit StopForgiveness(Clock::duration timeout) : timeout_(timeout) {}
+  void pass_begins() {
+    began_ = Clock::now();
+    locked_ = {};
+  }
+  void waited_for_lock(Clock::duration d) { locked_ += d; }
+  // The time of this pass to leave out of the peers' silence: zero unless it was a stop.
+  Clock::duration forgiven(Clock::time_point now) {
+    const Clock::duration pass = now - began_ - locked_;
+    if (pass < std::chrono::seconds(1) || now - forgiven_at_ < timeout_) return {};
+    forgiven_at_ = began_ = now;
+    return pass;
+  }
+
+ private:
+  Clock::duration timeout_;
+  Clock::time_point began_, forgiven_at_;
+  Clock::duration locked_{};
+};
+
 class Executor;
 
 struct OpSlot : Completion {
@@ -448,11 +476,13 @@ Status Executor::run() {
     if (deps_[i] == 0) ready_.push(i);
   }
   IdleBackoff backoff;
+  StopForgiveness stops(ctx_.timeout);
   auto last_progress = std::chrono::steady_clock::now();
   auto next_look = last_progress;
   size_t answered_seen = 0;
   size_t done_seen = 0;
   while (done_ < s_.ops.size()) {
+    stops.pass_begins();
     // Another thread's progress() may have run our completions while we waited unlocked.
     bool moved = done_ != done_seen;
     done_seen = done_;
@@ -497,6 +527,7 @@ Status Executor::run() {
       // start) are not while receives wait: draining a backlog of sends to a live peer must not
       // hide, past EFACOLL_TIMEOUT, the peer that stopped answering.
       const auto now = std::chrono::steady_clock::now();
+      last_progress += stops.forgiven(now);
       if (answered_ != answered_seen || posted_[1] == 0) last_progress = now;
       answered_seen = answered_;
       if (now - last_progress <= ctx_.timeout) continue;
@@ -505,11 +536,14 @@ Status Executor::run() {
       // A waiting thread gets in at the latest when the backoff starts yielding the CPU.
       ctx_.yield_lock->unlock();
       backoff.idle();
+      const auto asked = std::chrono::steady_clock::now();
       ctx_.yield_lock->lock();
+      stops.waited_for_lock(std::chrono::steady_clock::now() - asked);
     } else {
       backoff.idle();
     }
     const auto now = std::chrono::steady_clock::now();
+    last_progress += stops.forgiven(now);
     if (now - last_progress > look_every_ && now >= next_look) {
       look_at_peers(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress));
       next_look = now + look_every_;
