@@ -2,9 +2,13 @@
 // that never returns (seen once: a livelock inside udp;ofi_rxd's progress) would hold its
 // collective, and the job, forever. A thread that cannot be given back cannot fail its call
 // with an error either; the process stops instead, saying why, and mpirun ends the job.
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "common/log.h"
 #include "efacoll/engine.h"
@@ -73,6 +77,13 @@ void Engine::watch_provider_calls(std::chrono::steady_clock::time_point now,
   }
   // Said whatever EFACOLL_DEBUG is: the process is about to end.
   log_write(LogLevel::kError, kNet, "%s", message);
+  // Aborted on the held thread, so that the backtrace a handler prints (Open MPI's) and a core
+  // file's first thread show where in the provider it is stuck. Here, if that thread's handler
+  // returned or it blocks the signal.
+  if (call.thread != pthread_t{}) {
+    pthread_kill(call.thread, SIGABRT);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
   std::abort();
 }
 

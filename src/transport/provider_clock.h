@@ -2,6 +2,8 @@
 // so a call that never returns (a livelock inside the provider) would hold its collective
 // forever; the engine's watchdog reads these clocks and stops such a process (engine.h).
 #pragma once
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -11,12 +13,14 @@ namespace efacoll {
 struct ProviderCall {
   const char* what = nullptr;  // the libfabric function: a string literal
   std::chrono::steady_clock::time_point since;
+  pthread_t thread{};  // the thread the provider holds
 };
 
 class ProviderClock {
   struct Slot {
     std::atomic<int64_t> since{0};  // steady-clock ticks; 0: free
     std::atomic<const char*> what{nullptr};
+    std::atomic<pthread_t> thread{};
   };
 
  public:
@@ -30,6 +34,7 @@ class ProviderClock {
         int64_t free = 0;
         if (s.since.compare_exchange_strong(free, now, std::memory_order_acq_rel)) {
           s.what.store(what, std::memory_order_release);
+          s.thread.store(pthread_self(), std::memory_order_release);
           slot_ = &s;
           return;
         }
@@ -53,6 +58,7 @@ class ProviderClock {
       if (since == 0 || (oldest != 0 && since >= oldest)) continue;
       oldest = since;
       out->what = s.what.load(std::memory_order_acquire);
+      out->thread = s.thread.load(std::memory_order_acquire);
       out->since =
           std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
     }

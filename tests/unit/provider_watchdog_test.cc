@@ -2,12 +2,15 @@
 // reports it once it has held its thread for EFACOLL_TIMEOUT, and without a handler the process
 // aborts saying why (src/engine/provider_watchdog.cc).
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -65,6 +68,7 @@ TEST(ProviderClock, SeesAnotherThreadsCallAndLeavesCallsBeyondItsSlotsUnmarked) 
   ProviderCall call;
   ASSERT_TRUE(clock.oldest(&call));
   EXPECT_STREQ(call.what, "fi_tsend");
+  EXPECT_TRUE(pthread_equal(call.thread, other.native_handle()));
   {
     // More calls at once than slots: the first one stays the oldest, nothing breaks.
     std::vector<std::unique_ptr<ProviderClock::Scope>> many;
@@ -194,6 +198,9 @@ TEST(ProviderWatchdog, AProviderCallShorterThanTheTimeoutIsNotReported) {
   EXPECT_TRUE(watched.reports.empty()) << ::testing::PrintToString(watched.reports);
 }
 
+// The thread a stuck call holds, once a test names it (else none is named).
+std::atomic<pthread_t> held_thread{};
+
 // Reports one call that entered the provider at `since` and never left.
 class ProviderStuckSince : public ForwardingTransport {
  public:
@@ -202,6 +209,7 @@ class ProviderStuckSince : public ForwardingTransport {
   bool oldest_provider_call(ProviderCall* out) const override {
     out->what = "fi_cq_read";
     out->since = since_;
+    out->thread = held_thread.load();
     return true;
   }
 
@@ -227,6 +235,37 @@ TEST(ProviderWatchdogDeathTest, WithoutAHandlerTheProcessAbortsSayingWhy) {
   EXPECT_DEATH(run_stuck_rank(steady_clock::now() - std::chrono::seconds(10), milliseconds(1000)),
                "efacoll ERROR NET fi_cq_read of provider loopback has not returned for 10\\.[0-9] "
                "s \\(EFACOLL_TIMEOUT 1 s\\).*efacoll stops this process");
+}
+
+void say_which_thread_aborted(int) {
+  const char* said = pthread_equal(pthread_self(), held_thread.load())
+                         ? "SIGABRT on the held thread\n"
+                         : "SIGABRT on another thread\n";
+  if (write(2, said, std::strlen(said)) < 0) _exit(4);
+  _exit(3);
+}
+
+// The abort comes on the thread the provider holds, so that a backtrace shows the provider.
+TEST(ProviderWatchdogDeathTest, TheAbortComesOnTheHeldThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        RankSetup setup;
+        setup.config.timeout = milliseconds(1000);
+        const auto since = steady_clock::now() - std::chrono::seconds(10);
+        setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+          return std::make_unique<ProviderStuckSince>(std::move(t), since);
+        };
+        run_ranks(1, setup, [](RankContext&) {
+          struct sigaction sa = {};
+          sa.sa_handler = say_which_thread_aborted;
+          sigaction(SIGABRT, &sa, nullptr);
+          held_thread = pthread_self();
+          std::this_thread::sleep_for(milliseconds(20000));
+        });
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "SIGABRT on the held thread");
 }
 
 // A process stopped (SIGSTOP: a debugger, a suspended job) while a call is in the provider is
