@@ -90,6 +90,9 @@ struct EngineConfig {
   // that made it cannot time out): the watchdog calls this once, from its thread, with the
   // message. Empty: the message is logged and the process aborts.
   std::function<void(const std::string&)> on_stuck_provider;
+  // ...and past this too: a call that is slow, not stuck, must not end the job (under
+  // ThreadSanitizer a tcp;ofi_rxm send that was connecting took over a second).
+  std::chrono::milliseconds stuck_provider_min{10000};
   // Register and pass descriptors even where the provider does not ask for them.
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;

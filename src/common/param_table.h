@@ -31,7 +31,7 @@
   X(kTimeout, "EFACOLL_TIMEOUT", kSeconds, "300",                                                 \
     "A collective whose peers do not answer within this many seconds fails with an error "        \
     "naming the step and the silent ranks; a process whose provider call has held its thread "    \
-    "this long (it never returned) aborts, saying so.")                                           \
+    "this long, and 10 s at least (it never returned), aborts, saying so.")                       \
   X(kForceMrLocal, "EFACOLL_FORCE_MR_LOCAL", kBool, "0",                                          \
     "Register local buffers and pass descriptors even where the provider does not ask "           \
     "(FI_MR_LOCAL): exercises EFA's registration rules on tcp/shm/udp.")                          \

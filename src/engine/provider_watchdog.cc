@@ -53,7 +53,7 @@ void Engine::watch_provider_calls(std::chrono::steady_clock::time_point now,
   ProviderCall call;
   if (stuck_reported_ || !transport_->oldest_provider_call(&call)) return;
   const auto held = now - std::max(call.since, counted_from);
-  if (held <= config_.timeout) return;
+  if (held <= config_.timeout || held <= config_.stuck_provider_min) return;
   stuck_reported_ = true;
   char last[128] = "none";
   const uint64_t started = last_started_.load(std::memory_order_relaxed);

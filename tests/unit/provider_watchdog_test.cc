@@ -145,6 +145,7 @@ void run_with_a_held_provider(milliseconds hold, Watched* watched) {
   setup.adjust = [&](int rank, EngineConfig* config) {
     if (rank != 1) return;
     config->timeout = milliseconds(1000);
+    config->stuck_provider_min = milliseconds(0);          // the timeout alone
     config->idle_progress = std::chrono::microseconds(0);  // only the call's own progress
     config->on_stuck_provider = [&](const std::string& message) {
       std::lock_guard<std::mutex> lock(watched->mutex);
@@ -222,6 +223,7 @@ class ProviderStuckSince : public ForwardingTransport {
 void run_stuck_rank(steady_clock::time_point since, milliseconds timeout) {
   RankSetup setup;
   setup.config.timeout = timeout;
+  setup.config.stuck_provider_min = milliseconds(0);  // the timeout alone
   setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
     return std::make_unique<ProviderStuckSince>(std::move(t), since);
   };
@@ -235,6 +237,20 @@ TEST(ProviderWatchdogDeathTest, WithoutAHandlerTheProcessAbortsSayingWhy) {
   EXPECT_DEATH(run_stuck_rank(steady_clock::now() - std::chrono::seconds(10), milliseconds(1000)),
                "efacoll ERROR NET fi_cq_read of provider loopback has not returned for 10\\.[0-9] "
                "s \\(EFACOLL_TIMEOUT 1 s\\).*efacoll stops this process");
+}
+
+// A call held past a short timeout but for less than ten seconds is taken as slow, not stuck.
+TEST(ProviderWatchdog, ACallHeldPastAShortTimeoutButUnderTenSecondsIsNotReported) {
+  RankSetup setup;
+  setup.config.timeout = milliseconds(1000);
+  std::atomic<int> reports{0};
+  setup.config.on_stuck_provider = [&](const std::string&) { ++reports; };
+  const auto since = steady_clock::now() - std::chrono::seconds(6);
+  setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    return std::make_unique<ProviderStuckSince>(std::move(t), since);
+  };
+  run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(2000)); });
+  EXPECT_EQ(reports.load(), 0);
 }
 
 void say_which_thread_aborted(int) {
@@ -252,6 +268,7 @@ TEST(ProviderWatchdogDeathTest, TheAbortComesOnTheHeldThread) {
       {
         RankSetup setup;
         setup.config.timeout = milliseconds(1000);
+        setup.config.stuck_provider_min = milliseconds(0);  // the timeout alone
         const auto since = steady_clock::now() - std::chrono::seconds(10);
         setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
           return std::make_unique<ProviderStuckSince>(std::move(t), since);
