@@ -1,7 +1,7 @@
 // The Fortran bindings of the four collectives, and of MPI_Init(_thread), MPI_Finalize and
-// MPI_Comm_free. Open
-// MPI's Fortran library calls PMPI_* itself (MPI-3.1 section 14.2 lets it), so a Fortran code never
-// reaches efacoll's C entry points: the Fortran symbols are defined here too and lead to them.
+// MPI_Comm_free. Open MPI's Fortran library calls PMPI_* itself (MPI-3.1 section 14.2 lets it), so
+// a Fortran code never reaches efacoll's C entry points: the Fortran symbols are defined here too
+// and lead to them.
 // mpif.h and `use mpi` call one of four manglings of the name (mpi_allreduce_ for gfortran); `use
 // mpi_f08` calls Open MPI's ompi_allreduce_f, through which its own mpif.h binding also goes.
 // Handles, counts, and Fortran's MPI_IN_PLACE and MPI_BOTTOM become C's; errors go through the
