@@ -206,17 +206,29 @@ TEST(Mismatch, AGiveUpCardCarriesItsSendersCallOverShm) {
 // poison instead, two such ranks could each learn first of the other that it "stopped trusting
 // this call", and then no rank said what differed (seen over shm, whose ranks, unable to peek,
 // then also wait out the timeout: not run here).
-TEST(Mismatch, ACountOnlyTheLengthsShowIsNamedOverOneSidedWrites) {
+void expect_count_named_over_one_sided_writes(const std::string& transport) {
   const Case& count = kCases[3];
   ASSERT_STREQ(count.name, "count, same signature");
-  for (const char* transport : {"tcp", "udp"}) {
-    if (!provider_available(transport)) continue;
-    SCOPED_TRACE(transport);
-    RankSetup setup = setup_for(transport);
-    setup.fabric.protocol = Protocol::kRdma;
-    setup.fabric.rdma_threshold = 512;
-    for (int run = 0; run < 3; ++run) expect_every_rank_told(setup, 4, count);
-  }
+  RankSetup setup = setup_for(transport);
+  setup.fabric.protocol = Protocol::kRdma;
+  setup.fabric.rdma_threshold = 512;
+  for (int run = 0; run < 3; ++run) expect_every_rank_told(setup, 4, count);
+}
+
+TEST(Mismatch, ACountOnlyTheLengthsShowIsNamedOverOneSidedWrites) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "no tcp provider";
+  expect_count_named_over_one_sided_writes("tcp");
+}
+
+// The same over udp;ofi_rxd, in the long suite only (tests/CMakeLists.txt: MismatchLong.*): under
+// this traffic (clear-to-sends and writes of calls of two counts, 4 ranks as threads) rxd 1.17
+// breaks about one run in 50: a completion reported twice (cq_entry_fits now drops it), then a
+// fi_cq_read or fi_trecv that never returns (the watchdog's abort), or a rank that never gets a
+// write its peer made. The same collectives with matching calls ran 300 of 300 times; tcp's run
+// of this test has not failed.
+TEST(MismatchLong, ACountOnlyTheLengthsShowIsNamedOverOneSidedWritesOverUdp) {
+  if (!provider_available("udp")) GTEST_SKIP() << "no udp provider";
+  expect_count_named_over_one_sided_writes("udp");
 }
 
 // A rank late to a mismatched call whose messages keep their shape (another op): the ranks that

@@ -50,7 +50,7 @@ Status FabricTransport::bounce_recv(void* buf, size_t bytes, uint64_t tag, Compl
     b->mr = static_cast<fid_mr*>(region.handle);
   }
   ssize_t rc = post_trecv(b->mem.get(), bounce_bytes_, b->mr ? fi_mr_desc(b->mr) : nullptr, tag,
-                          c->ignore, c->call_seq, &r->context);
+                          c->ignore, c->call_seq, r);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");

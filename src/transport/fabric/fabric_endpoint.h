@@ -73,6 +73,9 @@ struct Request {
   const void* owner = nullptr;  // the transport that posted it (several rails may share a caller)
   size_t bytes = 0;
   uint64_t tag = 0;  // as posted
+  // A receive's (or peek's) tag and ignore mask as the provider got them: what it can match.
+  uint64_t match_tag = 0;
+  uint64_t match_ignore = 0;
   // One-sided protocol.
   const void* buf = nullptr;
   void* desc = nullptr;
@@ -87,6 +90,13 @@ struct Request {
   struct Bounce* bounce = nullptr;
   Status deferred_status;  // reported by progress() for requests on the deferred list
 };
+
+// Whether a CQ entry (its flags and tag) can be the completion of `r`, the request its context
+// names. udp;ofi_rxd 1.17 was seen to report one clear-to-send twice, the second time after the
+// request had gone on to its write: taken as the write's completion, it let the request be reused
+// while the write was in flight, and the write's own entry then found a free request (SIGSEGV)
+// or another operation's. Such entries are dropped, not trusted.
+bool cq_entry_fits(const Request& r, uint64_t flags, uint64_t tag);
 
 // A receive buffer as long as any two-sided message can be (fabric_bounce.cc).
 struct Bounce {
@@ -130,6 +140,7 @@ class FabricTransport : public Transport {
   void defer(Request* r, const Status& status);
   Status on_completion(Request* r, size_t len, uint64_t tag, size_t sent);
   Status read_cq_error(int* completed);
+  void note_stray_entry(uint64_t flags, uint64_t tag);
 
   // fabric_tags.cc: every tagged send and receive goes through these.
   // call_seq: Completion::call_seq of the operation.
@@ -137,8 +148,9 @@ class FabricTransport : public Transport {
                      uint32_t call_seq, void* context);
   ssize_t post_tinject(const void* buf, size_t len, fi_addr_t peer, uint64_t tag,
                        uint32_t call_seq);
+  // Posts `r`'s receive, noting what it can match (Request::match_tag).
   ssize_t post_trecv(void* buf, size_t len, void* desc, uint64_t tag, uint64_t ignore,
-                     uint32_t call_seq, void* context);
+                     uint32_t call_seq, Request* r);
   // The tag as its sender posted it, from a receive's completion (its signature
   // kStaleSignature where the sender's call was another than the receive's, `call_seq`).
   uint64_t arrived_tag(uint64_t tag, uint64_t flags, uint64_t data, uint32_t call_seq) const;
@@ -199,6 +211,7 @@ class FabricTransport : public Transport {
   std::unordered_map<uint32_t, Request*> awaited_writes_;
   uint32_t next_completion_id_ = 1;
   std::atomic<uint64_t> next_key_{1};
+  std::atomic<uint64_t> stray_entries_{0};  // CQ entries no request could have (cq_entry_fits)
   // Marks the calls that make the provider progress: the completion queue's reads and the posts.
   ProviderClock clock_;
 };

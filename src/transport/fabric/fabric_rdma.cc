@@ -89,7 +89,7 @@ Status FabricTransport::rdma_send(PeerAddr peer, const void* buf, size_t bytes, 
   r->truncated = false;
   completion->tag = r->tag = tag;
   ssize_t rc = post_trecv(&r->cts, sizeof(ClearToSend), r->cts_desc, tag, completion->ignore,
-                          completion->call_seq, &r->context);
+                          completion->call_seq, r);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");

@@ -66,12 +66,13 @@ ssize_t FabricTransport::post_tinject(const void* buf, size_t len, fi_addr_t pee
 }
 
 ssize_t FabricTransport::post_trecv(void* buf, size_t len, void* desc, uint64_t tag,
-                                    uint64_t ignore, uint32_t call_seq, void* context) {
+                                    uint64_t ignore, uint32_t call_seq, Request* r) {
   ProviderClock::Scope timed(clock_, "fi_trecv");
   // The tag names the sender, so any source may match (tcp has no FI_DIRECTED_RECV).
   if (signature_in_data_) ignore &= ~kSignatureMask;
-  return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, matched_tag(tag, call_seq), ignore,
-                  context);
+  r->match_tag = matched_tag(tag, call_seq);
+  r->match_ignore = ignore;
+  return fi_trecv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, r->match_tag, ignore, &r->context);
 }
 
 uint64_t FabricTransport::arrived_tag(uint64_t tag, uint64_t flags, uint64_t data,

@@ -269,7 +269,7 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
   r->tag = tag;
   ssize_t rc = post_trecv(buf, bytes, region ? region->desc : nullptr, tag, completion->ignore,
-                          completion->call_seq, &r->context);
+                          completion->call_seq, r);
   if (rc == 0) return Status::ok();
   put_request(r);
   if (rc == -FI_EAGAIN) return Status(Code::kAgain, "rx queue full");
@@ -280,7 +280,8 @@ Status FabricTransport::peek(PeerAddr, uint64_t tag, uint64_t ignore, Completion
   if (peek_unsupported_)
     return Status(Code::kUnsupported, "provider " + info_.provider + " cannot peek");
   Request* r = get_request(completion, 0, ReqKind::kPeek);
-  r->tag = tag;
+  r->tag = r->match_tag = tag;
+  r->match_ignore = ignore;
   fi_msg_tagged msg = {};
   msg.addr = FI_ADDR_UNSPEC;
   msg.tag = tag;
@@ -361,6 +362,10 @@ Status FabricTransport::read_cq_error(int* completed) {
   if (err.op_context == nullptr || ((err.flags & FI_REMOTE_CQ_DATA) && !(err.flags & FI_RECV)))
     return st;
   auto* r = static_cast<Request*>(err.op_context);
+  if (r->completion == nullptr) {  // complete already: see cq_entry_fits
+    note_stray_entry(err.flags, err.tag);
+    return Status::ok();
+  }
   // An error entry need not carry the sender's CQ data: then the signature that came is not
   // known, and the tag as posted (this call's) lets the length speak instead.
   if (r->kind == ReqKind::kRecv || r->kind == ReqKind::kBounceRecv) {
@@ -371,6 +376,26 @@ Status FabricTransport::read_cq_error(int* completed) {
   complete(r, st, err.len);
   ++*completed;
   return Status::ok();
+}
+
+bool cq_entry_fits(const Request& r, uint64_t flags, uint64_t tag) {
+  if (r.completion == nullptr) return false;  // complete already, and not posted again
+  const bool receive = r.kind == ReqKind::kRecv || r.kind == ReqKind::kAwaitCts ||
+                       r.kind == ReqKind::kPeek || r.kind == ReqKind::kBounceRecv;
+  if (flags & FI_RECV) return receive && ((tag ^ r.match_tag) & ~r.match_ignore) == 0;
+  if (flags & (FI_SEND | FI_WRITE)) return !receive;
+  return true;  // a provider that names no operation: nothing to compare
+}
+
+void FabricTransport::note_stray_entry(uint64_t flags, uint64_t tag) {
+  const uint64_t seen = ++stray_entries_;
+  // Once, then at every power of two: a provider that keeps doing it must not flood the log.
+  if ((seen & (seen - 1)) != 0) return;
+  EFACOLL_WARN(kNet,
+               "provider %s reported a completion that no operation in flight can have (flags "
+               "%#llx, tag %#llx): ignored; %llu so far",
+               info_.provider.c_str(), static_cast<unsigned long long>(flags),
+               static_cast<unsigned long long>(tag), static_cast<unsigned long long>(seen));
 }
 
 Status FabricTransport::progress(int* completed) {
@@ -398,19 +423,23 @@ Status FabricTransport::progress(int* completed) {
       continue;
     }
     if (n < 0) return fabric_error("fi_cq_read", static_cast<int>(n));
+    int n_ours = static_cast<int>(n);
     for (ssize_t i = 0; i < n; ++i) {
       // A remote write's completion carries our id in its data, not a context of ours.
       const fi_cq_tagged_entry& e = entries[i];
       if ((e.flags & FI_REMOTE_CQ_DATA) && !(e.flags & FI_RECV)) {
         on_remote_write(e.data);
+      } else if (auto* r = static_cast<Request*>(e.op_context);
+                 !cq_entry_fits(*r, e.flags, e.tag)) {
+        note_stray_entry(e.flags, e.tag);
+        --n_ours;
       } else {
-        auto* r = static_cast<Request*>(e.op_context);
         EFACOLL_RETURN_IF_ERROR(
             on_completion(r, e.len, arrived_tag(e.tag, e.flags, e.data, r->completion->call_seq),
                           sent_length(e.flags, e.data, e.len)));
       }
     }
-    *completed += static_cast<int>(n);
+    *completed += n_ours;
     if (n < 32) break;
   }
   return Status::ok();
