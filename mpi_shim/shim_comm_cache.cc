@@ -35,8 +35,11 @@ class MpiBootstrap : public Bootstrap {
     int rc = PMPI_Iallgather(mine->data(), static_cast<int>(bytes), MPI_BYTE, all->data(),
                              static_cast<int>(bytes), MPI_BYTE, comm_, &request);
     if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Iallgather failed");
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    auto deadline = std::chrono::steady_clock::now() + timeout_;
     IdleBackoff backoff;
+    // A stop of this process (SIGSTOP, a debugger) while it waits is not the members' lateness.
+    StopForgiveness stops(timeout_);
+    stops.pass_begins();
     for (;;) {
       int done = 0;
       rc = PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
@@ -45,7 +48,10 @@ class MpiBootstrap : public Bootstrap {
         std::memcpy(out, all->data(), all->size());
         return Status::ok();
       }
-      if (std::chrono::steady_clock::now() >= deadline) break;
+      const auto now = std::chrono::steady_clock::now();
+      deadline += stops.forgiven(now);
+      if (now >= deadline) break;
+      stops.pass_begins();
       backoff.idle();
     }
     // MPI may still write them: kept reachable to the end.

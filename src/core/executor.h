@@ -73,4 +73,33 @@ class IdleBackoff {
   std::chrono::steady_clock::time_point since_;
 };
 
+// A pass of a wait loop takes microseconds. One that took over a second, waits for the
+// engine's lock aside, found the process stopped (SIGSTOP, a debugger, a suspended job), and the
+// peers' silence during the stop was not theirs (in the executor's wait, and in the set-up
+// exchange of a communicator's first call: mpi_shim/shim_comm_cache.cc). One stop a timeout is
+// forgiven, no more, so that a provider whose calls keep taking seconds still times out.
+class StopForgiveness {
+  using Clock = std::chrono::steady_clock;
+
+ public:
+  explicit StopForgiveness(Clock::duration timeout) : timeout_(timeout) {}
+  void pass_begins() {
+    began_ = Clock::now();
+    locked_ = {};
+  }
+  void waited_for_lock(Clock::duration d) { locked_ += d; }
+  // The time of this pass to leave out of the peers' silence: zero unless it was a stop.
+  Clock::duration forgiven(Clock::time_point now) {
+    const Clock::duration pass = now - began_ - locked_;
+    if (pass < std::chrono::seconds(1) || now - forgiven_at_ < timeout_) return {};
+    forgiven_at_ = began_ = now;
+    return pass;
+  }
+
+ private:
+  Clock::duration timeout_;
+  Clock::time_point began_, forgiven_at_;
+  Clock::duration locked_{};
+};
+
 }  // namespace efacoll

@@ -6,11 +6,18 @@
  * fail at once too, never reach MPI (where it could match the exchange left pending);
  * MPI_COMM_WORLD must still work; and the late rank's call, which completes the exchange left
  * pending, must end in an error within the timeout too, not hang or crash.
- * Usage: mpi_setup_timeout_test skip|finalize. Exit 0 pass, 1 fail. */
+ * In case "stopped" (2 ranks) the late rank is late because it stopped the other (SIGSTOP) while
+ * that one waited in the exchange, for longer than the timeout: the stop is not lateness, and the
+ * call, made by the late rank soon after it resumed the other, must complete, exact.
+ * Usage: mpi_setup_timeout_test skip|finalize|stopped. Exit 0 pass, 1 fail. */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { kTimeoutSeconds = 3, kCount = 1000 };
 
@@ -102,12 +109,59 @@ static int late_member(int rank, int size, int finalize) {
   return failed;
 }
 
+static void sleep_seconds(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+/* Case "stopped": rank 0 makes the first call; rank 1 lets it reach the exchange, stops it for
+ * the timeout and a second more, resumes it and makes the call half a second later. Before the
+ * exchange forgave a stop, rank 0 failed on resuming ("not every member joined"). */
+static int exchange_outlives_a_stop(int rank, int size) {
+  int pid = (int)getpid(), pids[2] = {0, 0};
+  PMPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Comm comm;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  if (rank == 1) {
+    sleep_seconds(1.0);
+    kill((pid_t)pids[0], SIGSTOP);
+    sleep_seconds(kTimeoutSeconds + 1.0);
+    kill((pid_t)pids[0], SIGCONT);
+    sleep_seconds(0.5);
+  }
+  int in[kCount], out[kCount];
+  for (int i = 0; i < kCount; ++i) in[i] = rank + i;
+  const double t0 = MPI_Wtime();
+  const int rc = MPI_Allreduce(in, out, kCount, MPI_INT, MPI_SUM, comm);
+  const double seconds = MPI_Wtime() - t0;
+  int failed = rc != MPI_SUCCESS;
+  if (failed) {
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    printf("FAIL setup_timeout/stopped: rank %d erred after %.2f s: %s\n", rank, seconds, text);
+  }
+  for (int i = 0; i < kCount && !failed; ++i) {
+    const int want = size * (size - 1) / 2 + size * i;
+    if (out[i] != want) {
+      printf("FAIL setup_timeout/stopped: rank %d: [%d] = %d, want %d\n", rank, i, out[i], want);
+      failed = 1;
+    }
+  }
+  if (!failed) printf("ok setup_timeout/stopped rank %d: exact after %.2f s\n", rank, seconds);
+  MPI_Comm_free(&comm);
+  return failed;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2 || (strcmp(argv[1], "skip") && strcmp(argv[1], "finalize"))) {
-    fprintf(stderr, "usage: mpi_setup_timeout_test skip|finalize\n");
+  if (argc != 2 ||
+      (strcmp(argv[1], "skip") && strcmp(argv[1], "finalize") && strcmp(argv[1], "stopped"))) {
+    fprintf(stderr, "usage: mpi_setup_timeout_test skip|finalize|stopped\n");
     return 2;
   }
   const int finalize = !strcmp(argv[1], "finalize");
+  const int stopped = !strcmp(argv[1], "stopped");
   char timeout[16];
   snprintf(timeout, sizeof(timeout), "%d", kTimeoutSeconds);
   setenv("EFACOLL_TIMEOUT", timeout, 1); /* read at MPI_Init */
@@ -116,7 +170,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int failed = 0;
-  if (rank == size - 1) {
+  if (stopped) {
+    failed = size == 2 ? exchange_outlives_a_stop(rank, size) : 1;
+    if (size != 2 && rank == 0) printf("FAIL setup_timeout/stopped: needs 2 ranks\n");
+  } else if (rank == size - 1) {
     failed = late_member(rank, size, finalize);
   } else {
     failed = members_left_waiting(rank, size, finalize);
