@@ -134,7 +134,11 @@ Status FabricTransport::insert_peers(const std::vector<std::vector<uint8_t>>& ad
     auto it = known_peers_.find(a);
     if (it == known_peers_.end()) {
       fi_addr_t fa = FI_ADDR_NOTAVAIL;
-      int n = fi_av_insert(av_.get(), a.data(), 1, &fa, 0, nullptr);
+      int n;
+      {
+        ProviderClock::Scope timed(clock_, "fi_av_insert");
+        n = fi_av_insert(av_.get(), a.data(), 1, &fa, 0, nullptr);
+      }
       if (n != 1) return fabric_error("fi_av_insert", n < 0 ? n : -FI_EINVAL);
       it = known_peers_.emplace(a, fa).first;
     }
@@ -162,7 +166,11 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
   attr.iface = gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
   if (gpu) attr.device.cuda = device;
   fid_mr* mr = nullptr;
-  int rc = fi_mr_regattr(domain_.get(), &attr, 0, &mr);
+  int rc;
+  {
+    ProviderClock::Scope timed(clock_, "fi_mr_regattr");
+    rc = fi_mr_regattr(domain_.get(), &attr, 0, &mr);
+  }
   if (rc) return fabric_error(gpu ? "fi_mr_regattr(FI_HMEM_CUDA)" : "fi_mr_regattr", rc);
   if (mr_mode_ & FI_MR_ENDPOINT) {
     rc = fi_mr_bind(mr, &ep_.get()->fid, 0);
@@ -180,7 +188,10 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
 }
 
 void FabricTransport::deregister_memory(MemRegion* region) {
-  if (region->handle) fi_close(&static_cast<fid_mr*>(region->handle)->fid);
+  if (region->handle) {
+    ProviderClock::Scope timed(clock_, "fi_close(memory region)");
+    fi_close(&static_cast<fid_mr*>(region->handle)->fid);
+  }
   *region = MemRegion();
 }
 
