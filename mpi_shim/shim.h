@@ -87,8 +87,9 @@ struct ArgError {
 };
 bool is_intercomm(MPI_Comm comm);
 // MPI_COMM_NULL, a null handle (what PMPI_Comm_f2c makes of a Fortran handle of no
-// communicator) or a stale copy of a freed one: MPI_ERR_COMM, raised on MPI_COMM_WORLD.
-ArgError check_comm_handle(MPI_Comm comm);
+// communicator), a stale copy of a freed one, or a handle MPI itself refuses: MPI_ERR_COMM,
+// raised on MPI_COMM_WORLD. `inter` (optional): whether it is an inter-communicator.
+ArgError check_comm_handle(MPI_Comm comm, bool* inter = nullptr);
 void args_init();     // after MPI_Init; the committed-type probe
 void args_release();  // before MPI_Finalize
 ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,

@@ -75,9 +75,8 @@ struct CommShape {
 };
 
 ArgError check_comm(MPI_Comm comm, CommShape* shape) {
-  ArgError bad = check_comm_handle(comm);
+  ArgError bad = check_comm_handle(comm, &shape->inter);
   if (!bad.ok()) return bad;
-  shape->inter = is_intercomm(comm);
   PMPI_Comm_rank(comm, &shape->rank);
   PMPI_Comm_size(comm, &shape->size);
   shape->receive_from = shape->size;
@@ -203,7 +202,7 @@ ArgError check_scatter(const void* sendbuf, const void* recvbuf, const int* coun
 
 }  // namespace
 
-ArgError check_comm_handle(MPI_Comm comm) {
+ArgError check_comm_handle(MPI_Comm comm, bool* inter) {
   if (comm == MPI_COMM_NULL) return fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (comm == MPI_Comm{}) {
     return fail(MPI_ERR_COMM,
@@ -214,6 +213,15 @@ ArgError check_comm_handle(MPI_Comm comm) {
     return fail(MPI_ERR_COMM,
                 "the communicator was freed: this handle is a copy of one MPI_Comm_free released");
   }
+  // MPICH checks handles itself: a freed one, until a new communicator takes its value, fails
+  // here (through MPI_COMM_WORLD's handler, as MPICH raises it), and is ours to report as
+  // MPI_ERR_COMM. Open MPI reads the handle (a stale copy there is caught above).
+  int is_inter = 0;
+  if (PMPI_Comm_test_inter(comm, &is_inter) != MPI_SUCCESS) {
+    return fail(MPI_ERR_COMM,
+                "MPI does not know this handle as a communicator (freed, or never made)");
+  }
+  if (inter) *inter = is_inter != 0;
   return {};
 }
 
