@@ -218,6 +218,13 @@ class ProviderStuckSince : public ForwardingTransport {
   steady_clock::time_point since_;
 };
 
+// RankSetup::wrap for ranks whose provider call entered at `since` and never left.
+decltype(RankSetup::wrap) stuck_since(steady_clock::time_point since) {
+  return [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    return std::make_unique<ProviderStuckSince>(std::move(t), since);
+  };
+}
+
 // One rank over loopback whose provider call entered at `since`, with EFACOLL_TIMEOUT `timeout`
 // and no handler: the watchdog's default ends the process.
 void run_stuck_rank(steady_clock::time_point since, milliseconds timeout) {
@@ -227,9 +234,7 @@ void run_stuck_rank(steady_clock::time_point since, milliseconds timeout) {
   RankSetup setup;
   setup.config.timeout = timeout;
   setup.config.stuck_provider_min = milliseconds(0);  // the timeout alone
-  setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-    return std::make_unique<ProviderStuckSince>(std::move(t), since);
-  };
+  setup.wrap = stuck_since(since);
   run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(20000)); });
   std::fprintf(stderr, "the watchdog let the process live\n");
   std::exit(0);
@@ -249,9 +254,7 @@ TEST(ProviderWatchdog, ACallHeldPastAShortTimeoutButUnderTenSecondsIsNotReported
   std::atomic<int> reports{0};
   setup.config.on_stuck_provider = [&](const std::string&) { ++reports; };
   const auto since = steady_clock::now() - std::chrono::seconds(6);
-  setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-    return std::make_unique<ProviderStuckSince>(std::move(t), since);
-  };
+  setup.wrap = stuck_since(since);
   run_ranks(1, setup, [](RankContext&) { std::this_thread::sleep_for(milliseconds(2000)); });
   EXPECT_EQ(reports.load(), 0);
 }
@@ -273,9 +276,7 @@ TEST(ProviderWatchdogDeathTest, TheAbortComesOnTheHeldThread) {
         setup.config.timeout = milliseconds(1000);
         setup.config.stuck_provider_min = milliseconds(0);  // the timeout alone
         const auto since = steady_clock::now() - std::chrono::seconds(10);
-        setup.wrap = [since](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-          return std::make_unique<ProviderStuckSince>(std::move(t), since);
-        };
+        setup.wrap = stuck_since(since);
         run_ranks(1, setup, [](RankContext&) {
           struct sigaction sa = {};
           sa.sa_handler = say_which_thread_aborted;
