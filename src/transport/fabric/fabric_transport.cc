@@ -373,7 +373,9 @@ Status FabricTransport::read_cq_error(int* completed) {
   if (err.op_context == nullptr || ((err.flags & FI_REMOTE_CQ_DATA) && !(err.flags & FI_RECV)))
     return st;
   auto* r = static_cast<Request*>(err.op_context);
-  if (r->completion == nullptr) {  // complete already: see cq_entry_fits
+  // Only the first of cq_entry_fits's tests: an error entry may carry no tag (rxd's for a
+  // canceled receive does not), and a canceled receive must still complete.
+  if (r->completion == nullptr) {
     note_stray_entry(err.flags, err.tag);
     return Status::ok();
   }
