@@ -189,6 +189,12 @@ class Engine {
   uint64_t stage_id_ = 0;
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
   std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
+  // Memory a failed call's receives named, which their senders may still write
+  // (comm_late_writes.cc): freed only once the transport is closed.
+  std::vector<std::vector<uint8_t>> retired_host_;
+  std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
+  std::vector<void*> retired_pinned_;
+  size_t retired_bytes_ = 0;
   std::bitset<4096> comm_ids_in_use_;
   std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
   uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_
@@ -225,6 +231,9 @@ class Comm {
   Comm(Engine* engine, int rank, int size, uint32_t id);
   Status run_locked(const CollArgs& args);
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
+  // comm_late_writes.cc: after a failed call whose receives may still be written
+  // (ExecContext::late_write_targets, bits 1 << BufId).
+  void retire_late_write_targets(unsigned targets, const CollArgs& args, const std::string& what);
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);

@@ -70,6 +70,7 @@ class Executor {
   bool on_gpu(BufId id) const;
   void release(uint32_t index);
   Status fail_with_cleanup(Status error);
+  unsigned late_write_targets() const;  // ExecContext::late_write_targets
   Status op_error(const Op& op, const Status& status) const;
   Status in_context(const Status& status) const;
   std::string earliest_posted_step() const;
@@ -431,6 +432,7 @@ Status Executor::fail_with_cleanup(Status error) {
   }
   if (watch_.telling() && ctx_.late_sends)
     watch_.hand_off_untold(ctx_.late_sends, std::chrono::steady_clock::now() + ctx_.timeout);
+  if (ctx_.late_write_targets) *ctx_.late_write_targets |= late_write_targets();
   if (in_flight_ > 0) {
     // The provider still holds our slots: keep them alive rather than let it write freed memory,
     // and let their late completions go nowhere (this executor is about to be gone).
@@ -441,6 +443,16 @@ Status Executor::fail_with_cleanup(Status error) {
   }
   if (watch_.in_flight() > 0) watch_.abandon();
   return error;
+}
+
+unsigned Executor::late_write_targets() const {
+  unsigned bits = 0;
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    if (s_.ops[i].kind != OpKind::kRecv) continue;
+    if (slots_[i].posted || slots_[i].may_still_be_written)
+      bits |= 1u << static_cast<unsigned>(s_.ops[i].dst.buf);
+  }
+  return bits;
 }
 
 Status Executor::run() {

@@ -56,6 +56,11 @@ struct ExecContext {
   // Where notices the provider still turns away when a failed call returns are left to be
   // posted later (nullptr: they are dropped).
   LateSends* late_sends = nullptr;
+  // Where a failed call adds the buffers (bits 1 << BufId) that may still be written after it
+  // returns: receives the provider would not give back, and canceled one-sided receives whose
+  // senders may hold their clear-to-sends (Completion::may_still_be_written). The caller must
+  // not reuse them: a late write lands whenever it comes, and EFA keeps no order.
+  unsigned* late_write_targets = nullptr;
 };
 
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);

@@ -112,12 +112,15 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   EFACOLL_TRACE(kColl, "%s: %s, %s%s, %zu ops, chunk %zu B", ctx.what.c_str(), schedule.algorithm,
                 gpu ? "GPU " : "host ", staged ? "staged" : "direct", schedule.ops.size(),
                 chunk_bytes);
+  unsigned late_write_targets = 0;
+  ctx.late_write_targets = &late_write_targets;
   Status result = execute_schedule(schedule, ctx, bufs);
   if (!result.is_ok()) remember_failed_call(ctx.seq);
   // The result must be visible to any later work on any stream before we return.
   Status done = local->finish();
   if (result.is_ok()) result = done;
   if (mrs) mrs->end_call(&held);
+  if (late_write_targets != 0) retire_late_write_targets(late_write_targets, args, ctx.what);
   return result;
 }
 

@@ -48,7 +48,8 @@ void Engine::idle_progress_loop() {
   }
 }
 
-// The threads stop first; registrations go before the memory and the transport.
+// The threads stop first; registrations go before the memory and the transport, and memory
+// that late writes may still reach only after the transport.
 Engine::~Engine() {
   {
     std::lock_guard<std::mutex> lock(watchdog_mutex_);
@@ -59,6 +60,11 @@ Engine::~Engine() {
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
   if (stage_) gpu_->free_pinned(stage_);
+  if (retired_bytes_ == 0) return;
+  late_sends_.reset();
+  transport_.reset();
+  for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
+  for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);
 }
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }

@@ -1,9 +1,12 @@
 #include "transport/mr_cache.h"
 
+#include <iterator>
+
 namespace efacoll {
 
 MrCache::~MrCache() {
-  for (auto& e : entries_) transport_->deregister_memory(&e.region);
+  for (auto* list : {&entries_, &retired_})
+    for (auto& e : *list) transport_->deregister_memory(&e.region);
 }
 
 Status MrCache::acquire(Call* call, const void* ptr, size_t bytes, uint64_t identity, MemKind kind,
@@ -62,6 +65,14 @@ void MrCache::forget(uint64_t identity) {
     } else {
       ++it;
     }
+  }
+}
+
+void MrCache::retire(uint64_t identity) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto next = std::next(it);
+    if (it->identity == identity) retired_.splice(retired_.end(), entries_, it);
+    it = next;
   }
 }
 

@@ -44,6 +44,12 @@ class MrCache {
   void end_call(Call* call);
   // Forget every cached registration of this allocation (it is being freed; no call holds it).
   void forget(uint64_t identity);
+  // Takes every cached registration of this allocation out of use without closing it, until
+  // the cache closes: the allocation is retired (comm_late_writes.cc), and a late write that
+  // met a closed key instead of landing stalls udp;ofi_rxd between the two endpoints for good.
+  // Calls may still hold them.
+  void retire(uint64_t identity);
+  size_t retired() const { return retired_.size(); }
 
   size_t cached() const { return entries_.size(); }
   size_t cached_bytes() const;
@@ -54,6 +60,7 @@ class MrCache {
   Transport* transport_;
   size_t capacity_;
   std::list<Entry> entries_;  // most recently used first
+  std::list<Entry> retired_;  // open until the cache closes (retire())
   uint64_t registrations_ = 0;
 };
 

@@ -28,6 +28,10 @@ struct Completion {
   // where the provider matches a queued message on its whole tag (shm), more of it keeps the
   // messages a failed call left unreceived from the calls that repeat those 6 bits.
   uint32_t call_seq = 0;
+  // Set by the transport (never cleared) when it cancels a one-sided receive whose sender may
+  // already hold its clear-to-send: that sender can still write the buffer, after the callback
+  // has run, at any time until the endpoint closes. Whoever owns the buffer must not reuse it.
+  bool may_still_be_written = false;
 };
 
 // A registration of local memory; `desc` is what the provider wants with each operation

@@ -141,5 +141,33 @@ TEST(MrCache, EmptyRangesNeedNoRegistration) {
   EXPECT_EQ(cache.registrations(), 0u);
 }
 
+// A retired allocation keeps its registration open, out of use, until the cache closes: a
+// late write lands in it rather than meeting a closed key.
+TEST(MrCache, RetiredRegistrationsStayOpenUnusedUntilTheCacheCloses) {
+  CountingTransport t;
+  char buf[4096] = {}, other[4096] = {};
+  {
+    MrCache cache(&t, 1);
+    MrCache::Call call;
+    const MemRegion *held, *again, *evicting;
+    ASSERT_TRUE(cache.acquire(&call, buf, sizeof(buf), 7, MemKind::kHost, -1, &held).is_ok());
+    cache.retire(7);
+    EXPECT_EQ(held->desc, reinterpret_cast<void*>(0x1001)) << "a call still holding it keeps it";
+    cache.end_call(&call);
+    EXPECT_EQ(cache.cached(), 0u);
+    EXPECT_EQ(cache.retired(), 1u);
+    ASSERT_TRUE(cache.acquire(&call, buf, sizeof(buf), 7, MemKind::kHost, -1, &again).is_ok());
+    EXPECT_NE(again->desc, reinterpret_cast<void*>(0x1001)) << "never handed out again";
+    cache.end_call(&call);
+    ASSERT_TRUE(
+        cache.acquire(&call, other, sizeof(other), 8, MemKind::kHost, -1, &evicting).is_ok());
+    cache.end_call(&call);
+    cache.forget(7);
+    EXPECT_EQ(t.live.count(reinterpret_cast<void*>(0x1001)), 1u)
+        << "neither eviction nor forget closes it";
+  }
+  EXPECT_TRUE(t.live.empty()) << "the cache closes retired registrations too";
+}
+
 }  // namespace
 }  // namespace efacoll

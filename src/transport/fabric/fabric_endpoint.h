@@ -208,6 +208,7 @@ class FabricTransport : public Transport {
   std::vector<Request*> free_;
   std::deque<Request*> deferred_;        // finished without a CQ entry (injected, canceled)
   std::deque<Request*> pending_writes_;  // clear-to-send arrived, write refused with EAGAIN
+  // By completion id; nullptr for a canceled receive whose write may still come.
   std::unordered_map<uint32_t, Request*> awaited_writes_;
   uint32_t next_completion_id_ = 1;
   std::atomic<uint64_t> next_key_{1};

@@ -152,8 +152,10 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
   cts.bytes = bytes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    next_completion_id_ = (next_completion_id_ + 1) & kCompletionIdMask;
-    if (next_completion_id_ == 0) ++next_completion_id_;
+    // Skips the ids of canceled receives whose writes may still come (cancel_awaited_write).
+    do {
+      next_completion_id_ = (next_completion_id_ + 1) & kCompletionIdMask;
+    } while (next_completion_id_ == 0 || awaited_writes_.count(next_completion_id_) > 0);
     r->completion_id = cts.completion_id = next_completion_id_;
     awaited_writes_[cts.completion_id] = r;
   }
@@ -169,18 +171,27 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
 }
 
 void FabricTransport::on_remote_write(uint64_t data) {
+  const uint32_t id = static_cast<uint32_t>(data) & kCompletionIdMask;
   Request* r = nullptr;
+  bool known = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = awaited_writes_.find(static_cast<uint32_t>(data) & kCompletionIdMask);
+    auto it = awaited_writes_.find(id);
     if (it != awaited_writes_.end()) {
+      known = true;
       r = it->second;
       awaited_writes_.erase(it);
     }
   }
   if (r == nullptr) {
-    EFACOLL_WARN(kNet, "remote write with unknown completion id %llu (its receive was canceled?)",
-                 static_cast<unsigned long long>(data));
+    if (known) {
+      EFACOLL_INFO(kNet,
+                   "a write for a canceled receive arrived late (completion id %u): "
+                   "its buffer was retired, nothing else changed",
+                   id);
+    } else {
+      EFACOLL_WARN(kNet, "remote write with unknown completion id %u: ignored", id);
+    }
     return;
   }
   const uint64_t signature = (data >> kCompletionIdBits) & ((1u << kSignatureBits) - 1);
@@ -190,7 +201,14 @@ void FabricTransport::on_remote_write(uint64_t data) {
 
 bool FabricTransport::cancel_awaited_write(Request* r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return awaited_writes_.erase(r->completion_id) > 0;
+  auto it = awaited_writes_.find(r->completion_id);
+  if (it == awaited_writes_.end() || it->second != r) return false;
+  // The sender may hold the clear-to-send already and write later, at any time (EFA keeps no
+  // order): its id stays taken, so that its write completes no later receive, and the buffer's
+  // owner is told not to reuse the buffer.
+  it->second = nullptr;
+  r->completion->may_still_be_written = true;
+  return true;
 }
 
 }  // namespace efacoll

@@ -1,0 +1,66 @@
+// After a failed call, the memory its receives named may still be written: a one-sided sender
+// that already holds its clear-to-send writes whenever it gets to it (after a stop, say), and a
+// receive the provider would not give back stays posted. EFA keeps no order between writes, and
+// its own registration cache can keep a key alive after we close it, so such a write could land
+// after the next call's own data. Our memory is therefore retired, never reused, until the
+// transport closes, its registration left open so that such a write lands there (MrCache::retire).
+// The user's GPU buffers lose their cached registration, which tcp, udp and shm then enforce, as
+// they do for the user's host buffers, registered for the call alone.
+#include <string>
+
+#include "common/log.h"
+#include "core/schedule.h"
+#include "efacoll/engine.h"
+#include "gpu/gpu_runtime.h"
+#include "transport/mr_cache.h"
+
+namespace efacoll {
+
+void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
+                                     const std::string& what) {
+  auto named = [targets](BufId id) { return (targets >> static_cast<unsigned>(id)) & 1u; };
+  MrCache* mrs = engine_->mr_cache_.get();
+  std::string retired;
+  auto retire_note = [&](const char* what_memory, size_t bytes) {
+    engine_->retired_bytes_ += bytes;
+    retired += std::string(retired.empty() ? "" : ", ") + what_memory + " (" +
+               std::to_string(bytes) + " B)";
+  };
+  if (named(BufId::kScratch)) {
+    if (mrs) mrs->retire(scratch_id_);
+    if (is_gpu(args.recv_mem) && gpu_scratch_ != nullptr) {
+      engine_->retired_device_.emplace_back(gpu_scratch_device_, gpu_scratch_);
+      retire_note("GPU scratch", gpu_scratch_bytes_);
+      gpu_scratch_ = nullptr;
+      gpu_scratch_bytes_ = 0;
+      gpu_scratch_device_ = -1;
+    } else if (!scratch_.empty()) {
+      retire_note("scratch", scratch_.size());
+      engine_->retired_host_.push_back(std::move(scratch_));
+      scratch_.clear();
+    }
+  }
+  if (named(BufId::kStage) && engine_->stage_ != nullptr) {
+    if (mrs) mrs->retire(engine_->stage_id_);
+    engine_->retired_pinned_.push_back(engine_->stage_);
+    retire_note("staging slots", engine_->stage_bytes_);
+    engine_->stage_ = nullptr;
+    engine_->stage_bytes_ = 0;
+  }
+  const bool user_buffer = named(BufId::kRecv) || (named(BufId::kSend) && !args.inplace);
+  if (mrs && is_gpu(args.recv_mem)) {
+    if (named(BufId::kRecv) && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);
+    if (named(BufId::kSend) && !args.inplace && args.send_buffer_id != 0)
+      mrs->forget(args.send_buffer_id);
+  }
+  EFACOLL_WARN(
+      kNet,
+      "%s failed with receives that their senders may still write: %s%s%s; %zu B retired so far",
+      what.c_str(), retired.empty() ? "" : "retired, not reused: ", retired.c_str(),
+      user_buffer ? (retired.empty() ? "the user's buffer may still change"
+                                     : "; the user's buffer may still change")
+                  : "",
+      engine_->retired_bytes_);
+}
+
+}  // namespace efacoll
