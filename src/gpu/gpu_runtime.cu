@@ -267,6 +267,7 @@ class CudaRuntime : public GpuRuntime {
   struct LlResources {
     cudaStream_t stream = nullptr;
     LlSignal signal;
+    uint64_t* heartbeat = nullptr;  // signal.heartbeat, written here
   };
   Status ll_resources(int device, LlResources** out) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -275,10 +276,12 @@ class CudaRuntime : public GpuRuntime {
     if (!r.signal.fault) {
       void* words = nullptr;
       EFACOLL_CUDA(
-          cudaHostAlloc(&words, 2 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
-      std::memset(words, 0, 2 * sizeof(uint64_t));
+          cudaHostAlloc(&words, 3 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
+      std::memset(words, 0, 3 * sizeof(uint64_t));
       r.signal.done = static_cast<uint64_t*>(words);
       r.signal.fault = r.signal.done + 1;
+      r.heartbeat = r.signal.done + 2;
+      r.signal.heartbeat = r.heartbeat;
     }
     if (!r.signal.arrivals) {
       void* counter = nullptr;
@@ -294,11 +297,14 @@ class CudaRuntime : public GpuRuntime {
   // Polls the done word: it turns within microseconds of the kernel's end, sooner than a stream
   // synchronisation returns. The stream is asked now and then, so that a failed launch or a
   // faulting kernel (which never signals) is reported; long waits (a late peer) yield the CPU.
+  // Each ask raises the heartbeat, which tells the kernel this process is not stopped.
   Status wait_done(const LlResources& r, const LlCall& call) {
     const volatile uint64_t* done = r.signal.done;
+    volatile uint64_t* heartbeat = r.heartbeat;
     const auto start = std::chrono::steady_clock::now();
     for (unsigned spin = 0; *done != call.seq; ++spin) {
       if ((spin & 255) != 255) continue;
+      *heartbeat = *heartbeat + 1;
       cudaError_t err = cudaStreamQuery(r.stream);
       if (err != cudaSuccess && err != cudaErrorNotReady)
         return cuda_error("low-latency kernel", err);

@@ -49,6 +49,35 @@ __device__ uint64_t now_ns() {
   return t;
 }
 
+// How long a wait has lasted, leaving out the time the host process was stopped
+// (LlSignal::heartbeat standing still for over a second). Asked every 1024 spins, so the reads
+// of host memory stay off the path of a wait that ends at once.
+class Patience {
+ public:
+  __device__ explicit Patience(const LlSignal& sig) : beat_(sig.heartbeat) {
+    last_ = beat_at_ = now_ns();
+    if (beat_) beats_ = *reinterpret_cast<const volatile uint64_t*>(beat_);
+  }
+  __device__ bool exhausted(uint64_t timeout_ns) {
+    constexpr uint64_t kHostSilentNs = 1000ull * 1000 * 1000;
+    const uint64_t now = now_ns();
+    if (beat_) {
+      const uint64_t beats = *reinterpret_cast<const volatile uint64_t*>(beat_);
+      if (beats != beats_) {
+        beats_ = beats;
+        beat_at_ = now;
+      }
+    }
+    if (!beat_ || now - beat_at_ < kHostSilentNs) counted_ += now - last_;
+    last_ = now;
+    return counted_ > timeout_ns;
+  }
+
+ private:
+  const uint64_t* beat_;
+  uint64_t beats_ = 0, last_ = 0, beat_at_ = 0, counted_ = 0;
+};
+
 template <typename W>
 __device__ void copy_as(uint8_t* dst, const uint8_t* src, size_t n) {
   const size_t words = n / sizeof(W);
@@ -157,15 +186,16 @@ __device__ void push_packed(const LlCall& c, int q, int parity, const uint8_t* s
 
 // Waits for sender q's packed words of this segment and unpacks them into its slot, where the
 // finish step reads every sender's data. False on timeout.
-__device__ bool unpack(const LlCall& c, int q, int parity, size_t at, size_t bytes) {
+__device__ bool unpack(const LlCall& c, const LlSignal& sig, int q, int parity, size_t at,
+                       size_t bytes) {
   const uint64_t* words = packed_words(c, c.rank, parity, q) + at / 4;
   auto* out = reinterpret_cast<uint32_t*>(slot(c, c.rank, parity, q) + at);
   const uint32_t tag = static_cast<uint32_t>(c.seq);
   for (size_t k = threadIdx.x; k * 4 < bytes; k += blockDim.x) {
     uint64_t v = load_relaxed(words + k);
-    const uint64_t start = now_ns();
+    Patience waited(sig);
     for (unsigned spin = 0; static_cast<uint32_t>(v >> 32) != tag; ++spin) {
-      if ((spin & 1023) == 1023 && now_ns() - start > c.timeout_ns) return false;
+      if ((spin & 1023) == 1023 && waited.exhausted(c.timeout_ns)) return false;
       v = load_relaxed(words + k);
     }
     out[k] = static_cast<uint32_t>(v);
@@ -220,10 +250,10 @@ __global__ void __launch_bounds__(kLlThreads)
   if (static_cast<int>(threadIdx.x) < c.nranks && static_cast<int>(threadIdx.x) != c.rank) {
     const int q = threadIdx.x;
     const uint64_t* theirs = key_slot(c, c.rank, parity, q);
-    const uint64_t start = now_ns();
+    Patience waited(sig);
     uint64_t v = load_acquire(theirs);
     for (unsigned spin = 0; (v >> 32) != static_cast<uint32_t>(c.seq); ++spin) {
-      if ((spin & 1023) == 1023 && now_ns() - start > c.timeout_ns) break;
+      if ((spin & 1023) == 1023 && waited.exhausted(c.timeout_ns)) break;
       v = load_acquire(theirs);
     }
     if ((v >> 32) != static_cast<uint32_t>(c.seq)) {
@@ -242,16 +272,16 @@ __global__ void __launch_bounds__(kLlThreads)
     for (int q = 0; q < c.nranks; ++q) {
       // What every sender sends this rank: its block (reduce-scatter) or the equal share.
       const size_t mine = part(c.rank);
-      if (through_region(c, q) && mine && !unpack(c, q, parity, at, mine)) {
+      if (through_region(c, q) && mine && !unpack(c, sig, q, parity, at, mine)) {
         atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kSilent, q, 0));
       }
     }
   } else if (static_cast<int>(threadIdx.x) < c.nranks && static_cast<int>(threadIdx.x) != c.rank) {
     const int q = threadIdx.x;
     const uint64_t* mine = flag(c, c.rank, parity, q, b);
-    const uint64_t start = now_ns();
+    Patience waited(sig);
     for (unsigned spin = 0; load_acquire(mine) < c.seq; ++spin) {
-      if ((spin & 1023) == 1023 && now_ns() - start > c.timeout_ns) {
+      if ((spin & 1023) == 1023 && waited.exhausted(c.timeout_ns)) {
         atomicCAS(&fault, 0ull, ll_fault_word(LlFault::kSilent, q, 0));
         break;
       }

@@ -18,6 +18,11 @@ struct LlSignal {
   // stay of one block.
   uint64_t* fault = nullptr;
   unsigned* arrivals = nullptr;  // device memory, 0 between calls
+  // Host-mapped, or nullptr: a count the host thread waiting for the kernel raises as it polls.
+  // Where it stands still for over a second the process is stopped (SIGSTOP, a debugger, a
+  // suspended job), and the kernel, which the GPU's clock keeps running, does not count that
+  // time against the timeout: the peers' kernels may be waiting on stopped processes too.
+  const uint64_t* heartbeat = nullptr;
 };
 
 // stream: a cudaStream_t.

@@ -4,6 +4,9 @@
 // launches on one GPU, as in ll_kernel_test.cc.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "core/call_signature.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/ll_kernel.h"
 #include "gpu/ll_protocol.h"
 #include "gpu_test_util.h"
@@ -34,7 +38,7 @@ constexpr size_t kSlotLimit = size_t(1) << 20;
 class LlMismatch : public testing::LlTestBase {
  protected:
   // Fresh regions and signals for P ranks (earlier worlds' memory stays until the test ends).
-  void make_world(int P) {
+  void make_world(int P, bool heartbeat = false) {
     P_ = P;
     region_.slot_bytes = ll_slot_bytes(kSlotLimit, P);
     region_.nranks = P;
@@ -44,20 +48,20 @@ class LlMismatch : public testing::LlTestBase {
     recvs_.resize(P);
     for (int r = 0; r < P; ++r) {
       regions_[r] = device(region_.total_bytes());
-      signals_[r] = signal();
+      signals_[r] = signal(heartbeat);
       sends_[r] = static_cast<uint8_t*>(device(region_.slot_bytes));
       recvs_[r] = static_cast<uint8_t*>(device(region_.slot_bytes * P));
     }
   }
 
-  // Rank r's call `c` at sequence `seq`, launched; nothing waited for.
-  void launch(int r, const Call& c, uint64_t seq, uint64_t timeout_ns) {
+  // Rank r's call `c` at sequence `seq`, its input in place.
+  LlCall prepare(int r, const Call& c, uint64_t seq, uint64_t timeout_ns) {
     const size_t es = dtype_size(kType);
     const Bytes in = testing::make_input(kType, c.op, r, c.count);
-    ASSERT_CUDA(cudaMemcpy(sends_[r], in.data(), in.size(), cudaMemcpyHostToDevice));
+    EXPECT_EQ(cudaMemcpy(sends_[r], in.data(), in.size(), cudaMemcpyHostToDevice), cudaSuccess);
     *signals_[r].fault = 0;
     LlCall call;
-    ASSERT_TRUE(ll_plan(c.kind, es, c.count, nullptr, r, P_, false, region_.slot_bytes, &call));
+    EXPECT_TRUE(ll_plan(c.kind, es, c.count, nullptr, r, P_, false, region_.slot_bytes, &call));
     const uint64_t whole = c.kind == CollKind::kAllgather ? c.count * P_ : c.count;
     call.dtype = kType;
     call.op = c.op;
@@ -67,6 +71,12 @@ class LlMismatch : public testing::LlTestBase {
     call.send = sends_[r];
     call.recv = recvs_[r];
     for (int q = 0; q < P_; ++q) call.regions[q] = regions_[q];
+    return call;
+  }
+
+  // Rank r's call `c` at sequence `seq`, launched; nothing waited for.
+  void launch(int r, const Call& c, uint64_t seq, uint64_t timeout_ns) {
+    const LlCall call = prepare(r, c, seq, timeout_ns);
     ASSERT_TRUE(ll_launch(call, kLlPush | kLlFinish, signals_[r], stream(r)).is_ok());
   }
 
@@ -74,6 +84,23 @@ class LlMismatch : public testing::LlTestBase {
   double wait_all(const std::vector<int>& ranks) {
     const auto start = std::chrono::steady_clock::now();
     for (int r : ranks) EXPECT_EQ(cudaStreamSynchronize(stream(r)), cudaSuccess);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // Waits as the engine's host thread does: polls, raising every rank's heartbeat, until the
+  // ranks' kernels have ended, or `at_most` has passed. Seconds waited.
+  double wait_beating(const std::vector<int>& ranks, std::chrono::milliseconds at_most) {
+    const auto start = std::chrono::steady_clock::now();
+    auto running = [&] {
+      for (int r : ranks)
+        if (cudaStreamQuery(stream(r)) == cudaErrorNotReady) return true;
+      return false;
+    };
+    while (running() && std::chrono::steady_clock::now() - start < at_most) {
+      for (const LlSignal& s : signals_)
+        if (s.heartbeat) ++*const_cast<volatile uint64_t*>(s.heartbeat);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
@@ -199,6 +226,108 @@ TEST_F(LlMismatch, ARankThatNeverComesIsNamedAtTheTimeout) {
     EXPECT_EQ(f.kind, LlFault::kSilent) << "rank " << r;
     EXPECT_EQ(f.peer, 2) << "rank " << r;
   }
+}
+
+// Stops this whole process `after` from now, for `stop_for` (SIGSTOP, then SIGCONT, from a
+// child), as a debugger or a job scheduler that suspends jobs does. Returns the child to reap.
+pid_t stop_this_process(std::chrono::milliseconds after, std::chrono::milliseconds stop_for) {
+  const pid_t parent = getpid();
+  const pid_t stopper = fork();
+  if (stopper == 0) {
+    usleep(static_cast<useconds_t>(after.count() * 1000));
+    kill(parent, SIGSTOP);
+    usleep(static_cast<useconds_t>(stop_for.count() * 1000));
+    kill(parent, SIGCONT);
+    _exit(0);
+  }
+  return stopper;
+}
+
+// A stop of the whole process (SIGSTOP, a debugger, a suspended job: the host polls no more)
+// longer than the timeout, while rank 0's kernel waits for rank 1, whose host had not yet
+// launched: the GPU's clock runs on through the stop, which must not count as rank 1's silence.
+TEST_F(LlMismatch, AStopOfTheProcessIsNotCountedAgainstTheTimeout) {
+  make_world(2, /*heartbeat=*/true);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const uint64_t timeout_ns = 2ull * 1000 * 1000 * 1000;
+  launch(0, usual, 1, timeout_ns);
+  const pid_t stopper =
+      stop_this_process(std::chrono::milliseconds(300), std::chrono::milliseconds(3000));
+  ASSERT_GE(stopper, 0);
+  // Until the stop has come and gone (wall time), rank 1 has not launched.
+  wait_beating({0}, std::chrono::milliseconds(600));
+  int status = 0;
+  ASSERT_EQ(waitpid(stopper, &status, 0), stopper);
+  launch(1, usual, 1, timeout_ns);
+  wait_beating({0, 1}, std::chrono::seconds(20));
+  for (int r : {0, 1}) {
+    EXPECT_EQ(fault(r).kind, LlFault::kNone)
+        << "rank " << r << " stopped on rank " << fault(r).peer;
+    expect_exact_allreduce(r, usual.count);
+  }
+}
+
+// A host that keeps polling is not stopped: a rank that never comes is still named at the
+// timeout.
+TEST_F(LlMismatch, ARankThatNeverComesIsNamedAtTheTimeoutWhileTheHostPolls) {
+  make_world(3, /*heartbeat=*/true);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  launch(0, usual, 1, 300ull * 1000 * 1000);
+  launch(1, usual, 1, 300ull * 1000 * 1000);
+  EXPECT_LT(wait_beating({0, 1}, std::chrono::seconds(20)), 5.0);
+  for (int r : {0, 1}) {
+    EXPECT_EQ(fault(r).kind, LlFault::kSilent) << "rank " << r;
+    EXPECT_EQ(fault(r).peer, 2) << "rank " << r;
+  }
+}
+
+// The same through the GPU runtime, as the engine runs a call: rank 0 waits in run_ll, whose
+// polling raises the heartbeat. A runtime that did not raise it would have its kernels stop
+// counting after a second, and a peer that never comes would then hold the call for ever.
+TEST_F(LlMismatch, ThroughTheRuntimeAPeerThatNeverComesStillTimesOut) {
+  std::string why;
+  auto runtime = make_gpu_runtime(&why);
+  ASSERT_NE(runtime, nullptr) << why;
+  make_world(2);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const LlCall call = prepare(0, usual, 1, 1500ull * 1000 * 1000);
+  LlFault fault;
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = runtime->run_ll(0, call, &fault);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.to_string();
+  EXPECT_GT(took, 1.4);
+  EXPECT_LT(took, 5.0);
+}
+
+TEST_F(LlMismatch, ThroughTheRuntimeAStopOfTheProcessIsNotCountedAgainstTheTimeout) {
+  std::string why;
+  auto runtime = make_gpu_runtime(&why);
+  ASSERT_NE(runtime, nullptr) << why;
+  make_world(2);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const uint64_t timeout_ns = 2ull * 1000 * 1000 * 1000;
+  const LlCall call = prepare(0, usual, 1, timeout_ns);
+  // Prepared now: its input copy, on the legacy stream, would wait for rank 0's kernel, which
+  // runs on the runtime's blocking stream.
+  const LlCall late_call = prepare(1, usual, 1, timeout_ns);
+  const pid_t stopper =
+      stop_this_process(std::chrono::milliseconds(300), std::chrono::milliseconds(3000));
+  ASSERT_GE(stopper, 0);
+  // Rank 1 comes once the stop has come and gone.
+  std::thread late([&] {
+    int status = 0;
+    waitpid(stopper, &status, 0);
+    EXPECT_TRUE(ll_launch(late_call, kLlPush | kLlFinish, signals_[1], stream(1)).is_ok());
+  });
+  LlFault fault;
+  const Status st = runtime->run_ll(0, call, &fault);
+  late.join();
+  wait_all({1});
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  expect_exact_allreduce(0, usual.count);
+  expect_exact_allreduce(1, usual.count);
 }
 
 }  // namespace

@@ -33,15 +33,17 @@ class LlTestBase : public ::testing::Test {
     return p;
   }
 
-  // A new signal: the done and fault words host-mapped, the arrivals counter on the device.
-  LlSignal signal() {
+  // A new signal: the done and fault words host-mapped, the arrivals counter on the device;
+  // with `heartbeat`, the host-mapped count the test raises while it waits (LlSignal).
+  LlSignal signal(bool heartbeat = false) {
     void* words = nullptr;
-    EXPECT_EQ(cudaHostAlloc(&words, 16, cudaHostAllocMapped | cudaHostAllocPortable), cudaSuccess);
+    EXPECT_EQ(cudaHostAlloc(&words, 24, cudaHostAllocMapped | cudaHostAllocPortable), cudaSuccess);
     host_.push_back(words);
     LlSignal s;
     s.done = static_cast<uint64_t*>(words);
     s.fault = s.done + 1;
-    *s.done = *s.fault = 0;
+    *s.done = *s.fault = s.done[2] = 0;
+    if (heartbeat) s.heartbeat = s.done + 2;
     s.arrivals = static_cast<unsigned*>(device(sizeof(unsigned)));
     return s;
   }
