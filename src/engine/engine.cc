@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/late_sends.h"
 #include "gpu/gpu_runtime.h"
@@ -62,6 +63,13 @@ Engine::~Engine() {
   if (stage_) gpu_->free_pinned(stage_);
   if (retired_bytes_ == 0) return;
   late_sends_.reset();
+  if (transport_->holds_operations()) {
+    // The provider stays open (~FabricTransport), and may still write what was retired.
+    for (auto& memory : retired_host_)
+      keep_alive(std::make_unique<std::vector<uint8_t>>(std::move(memory)));
+    retired_host_.clear();
+    return;
+  }
   transport_.reset();
   for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
   for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);

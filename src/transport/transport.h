@@ -102,6 +102,9 @@ class Transport {
   virtual void cancel(Completion* completion) = 0;
   // The call into the provider, by any thread, in progress longest; false when none is.
   virtual bool oldest_provider_call(ProviderCall* /*out*/) const { return false; }
+  // Whether the provider still holds operations it would neither finish nor cancel: then it
+  // stays open when the transport is destroyed, and so must the memory those operations name.
+  virtual bool holds_operations() const { return false; }
 };
 
 }  // namespace efacoll

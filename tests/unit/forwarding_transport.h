@@ -40,6 +40,7 @@ class ForwardingTransport : public Transport {
   bool oldest_provider_call(ProviderCall* out) const override {
     return inner_->oldest_provider_call(out);
   }
+  bool holds_operations() const override { return inner_->holds_operations(); }
 
  private:
   std::unique_ptr<Transport> inner_;

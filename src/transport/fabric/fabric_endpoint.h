@@ -115,6 +115,7 @@ class FabricTransport : public Transport {
  public:
   Status open(const fi_info* info, const FabricOptions& options);
   ~FabricTransport() override;
+  size_t held_operations() const;  // neither finished nor canceled
 
   const TransportInfo& info() const override { return info_; }
   std::vector<uint8_t> local_address() const override { return address_; }
@@ -131,6 +132,7 @@ class FabricTransport : public Transport {
   Status progress(int* completed) override;
   void cancel(Completion* completion) override;
   bool oldest_provider_call(ProviderCall* out) const override { return clock_.oldest(out); }
+  bool holds_operations() const override { return held_operations() > 0; }
 
  private:
   Status choose_protocol(const fi_info* fi, const FabricOptions& options);
@@ -203,7 +205,7 @@ class FabricTransport : public Transport {
   std::vector<Bounce*> free_bounces_;
   std::vector<uint8_t> address_;
   std::map<std::vector<uint8_t>, fi_addr_t> known_peers_;
-  std::mutex mutex_;  // request pool and the deferred lists
+  mutable std::mutex mutex_;  // request pool and the deferred lists
   std::vector<std::unique_ptr<RequestSlab>> slabs_;
   std::vector<Request*> free_;
   std::deque<Request*> deferred_;        // finished without a CQ entry (injected, canceled)

@@ -31,8 +31,7 @@ FabricTransport::~FabricTransport() {
   // a link that went down) are still its own: closing the endpoint makes it flush them, into
   // requests and buffers about to be freed, and tcp;ofi_rxm 1.17 crashes doing so. After such a
   // failure the process is usually about to end: the endpoint and what it uses stay open.
-  const size_t held = slabs_.size() * std::extent<decltype(RequestSlab::requests)>::value -
-                      free_.size() - deferred_.size();
+  const size_t held = held_operations();
   if (held > 0) {
     EFACOLL_WARN(kNet, "%zu operations still held by provider %s: its endpoint is left open", held,
                  info_.provider.c_str());
@@ -54,6 +53,12 @@ FabricTransport::~FabricTransport() {
   cq_.reset();
   domain_.reset();
   fabric_.reset();
+}
+
+size_t FabricTransport::held_operations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slabs_.size() * std::extent<decltype(RequestSlab::requests)>::value - free_.size() -
+         deferred_.size();
 }
 
 Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {

@@ -162,6 +162,12 @@ void MultiRailTransport::cancel(Completion* completion) {
   for (auto& rail : rails_) rail->cancel(completion);
 }
 
+bool MultiRailTransport::holds_operations() const {
+  for (const auto& rail : rails_)
+    if (rail->holds_operations()) return true;
+  return false;
+}
+
 bool MultiRailTransport::oldest_provider_call(ProviderCall* out) const {
   bool any = false;
   for (const auto& rail : rails_) {

@@ -37,6 +37,7 @@ class MultiRailTransport : public Transport {
   // Every rail is asked; only the one that posted the operation acts on it.
   void cancel(Completion* completion) override;
   bool oldest_provider_call(ProviderCall* out) const override;
+  bool holds_operations() const override;
 
   size_t rails() const { return rails_.size(); }
   // Messages posted (sends and receives) on each rail since the start.
