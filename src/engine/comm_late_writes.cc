@@ -28,12 +28,14 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   };
   if (named(BufId::kScratch)) {
     if (mrs) mrs->retire(scratch_id_);
-    if (is_gpu(args.recv_mem) && gpu_scratch_ != nullptr) {
-      engine_->retired_device_.emplace_back(gpu_scratch_device_, gpu_scratch_);
-      retire_note("GPU scratch", gpu_scratch_bytes_);
-      gpu_scratch_ = nullptr;
-      gpu_scratch_bytes_ = 0;
-      gpu_scratch_device_ = -1;
+    if (is_gpu(args.recv_mem)) {  // the call's scratch was the GPU's (comm_execute.cc)
+      if (gpu_scratch_ != nullptr) {
+        engine_->retired_device_.emplace_back(gpu_scratch_device_, gpu_scratch_);
+        retire_note("GPU scratch", gpu_scratch_bytes_);
+        gpu_scratch_ = nullptr;
+        gpu_scratch_bytes_ = 0;
+        gpu_scratch_device_ = -1;
+      }
     } else if (!scratch_.empty()) {
       retire_note("scratch", scratch_.size());
       engine_->retired_host_.push_back(std::move(scratch_));
