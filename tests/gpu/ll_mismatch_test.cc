@@ -106,6 +106,15 @@ class LlMismatch : public testing::LlTestBase {
 
   LlFault fault(int r) const { return ll_fault(*signals_[r].fault); }
 
+  // A world of two ranks, and the GPU runtime the engine would run rank 0's calls with.
+  std::unique_ptr<GpuRuntime> two_ranks_and_a_runtime() {
+    std::string why;
+    auto runtime = make_gpu_runtime(&why);
+    EXPECT_NE(runtime, nullptr) << why;
+    make_world(2);
+    return runtime;
+  }
+
   void expect_exact_allreduce(int r, size_t count) {
     const Bytes want = testing::expected_reduction(kType, ROp::kSum, P_, count);
     Bytes got(want.size());
@@ -285,10 +294,8 @@ TEST_F(LlMismatch, ARankThatNeverComesIsNamedAtTheTimeoutWhileTheHostPolls) {
 // polling raises the heartbeat. A runtime that did not raise it would have its kernels stop
 // counting after a second, and a peer that never comes would then hold the call for ever.
 TEST_F(LlMismatch, ThroughTheRuntimeAPeerThatNeverComesStillTimesOut) {
-  std::string why;
-  auto runtime = make_gpu_runtime(&why);
-  ASSERT_NE(runtime, nullptr) << why;
-  make_world(2);
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
   const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
   const LlCall call = prepare(0, usual, 1, 1500ull * 1000 * 1000);
   LlFault fault;
@@ -302,10 +309,8 @@ TEST_F(LlMismatch, ThroughTheRuntimeAPeerThatNeverComesStillTimesOut) {
 }
 
 TEST_F(LlMismatch, ThroughTheRuntimeAStopOfTheProcessIsNotCountedAgainstTheTimeout) {
-  std::string why;
-  auto runtime = make_gpu_runtime(&why);
-  ASSERT_NE(runtime, nullptr) << why;
-  make_world(2);
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
   const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
   const uint64_t timeout_ns = 2ull * 1000 * 1000 * 1000;
   const LlCall call = prepare(0, usual, 1, timeout_ns);
