@@ -267,7 +267,6 @@ class CudaRuntime : public GpuRuntime {
   struct LlResources {
     cudaStream_t stream = nullptr;
     LlSignal signal;
-    uint64_t* heartbeat = nullptr;  // signal.heartbeat, written here
   };
   Status ll_resources(int device, LlResources** out) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -280,8 +279,7 @@ class CudaRuntime : public GpuRuntime {
       std::memset(words, 0, 3 * sizeof(uint64_t));
       r.signal.done = static_cast<uint64_t*>(words);
       r.signal.fault = r.signal.done + 1;
-      r.heartbeat = r.signal.done + 2;
-      r.signal.heartbeat = r.heartbeat;
+      r.signal.heartbeat = r.signal.done + 2;
     }
     if (!r.signal.arrivals) {
       void* counter = nullptr;
@@ -300,7 +298,7 @@ class CudaRuntime : public GpuRuntime {
   // Each ask raises the heartbeat, which tells the kernel this process is not stopped.
   Status wait_done(const LlResources& r, const LlCall& call) {
     const volatile uint64_t* done = r.signal.done;
-    volatile uint64_t* heartbeat = r.heartbeat;
+    volatile uint64_t* heartbeat = r.signal.heartbeat;
     const auto start = std::chrono::steady_clock::now();
     for (unsigned spin = 0; *done != call.seq; ++spin) {
       if ((spin & 255) != 255) continue;

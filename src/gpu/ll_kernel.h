@@ -22,7 +22,7 @@ struct LlSignal {
   // Where it stands still for over a second the process is stopped (SIGSTOP, a debugger, a
   // suspended job), and the kernel, which the GPU's clock keeps running, does not count that
   // time against the timeout: the peers' kernels may be waiting on stopped processes too.
-  const uint64_t* heartbeat = nullptr;
+  uint64_t* heartbeat = nullptr;
 };
 
 // stream: a cudaStream_t.

@@ -98,7 +98,7 @@ class LlMismatch : public testing::LlTestBase {
     };
     while (running() && std::chrono::steady_clock::now() - start < at_most) {
       for (const LlSignal& s : signals_)
-        if (s.heartbeat) ++*const_cast<volatile uint64_t*>(s.heartbeat);
+        if (s.heartbeat) ++*static_cast<volatile uint64_t*>(s.heartbeat);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
