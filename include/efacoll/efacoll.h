@@ -32,8 +32,11 @@ typedef struct {
   size_t mr_cache_bytes;            /* the memory they cover */
   size_t mr_cache_capacity;         /* EFACOLL_MR_CACHE_ENTRIES (0: the provider needs none) */
   unsigned long long registrations; /* made since MPI_Init, cached or for one call */
-  int thread_multiple; /* 1: MPI_THREAD_MULTIPLE, calls of several threads interleave; 0: no
-                          thread locks are taken for MPI's sake */
+  int thread_multiple;        /* 1: MPI_THREAD_MULTIPLE, calls of several threads interleave; 0: no
+                                 thread locks are taken for MPI's sake */
+  size_t retired_bytes_held;  /* memory kept from reuse after failed calls, until the writes
+                                 their peers may still make have come */
+  size_t retired_bytes_total; /* retired since MPI_Init */
 } efacoll_resource_usage;
 
 /* 0 on success, -1 when efacoll is inactive. */

@@ -131,6 +131,9 @@ struct ResourceUsage {
   size_t communicators = 0;
   size_t mr_cache_entries = 0, mr_cache_bytes = 0, mr_cache_capacity = 0;
   uint64_t registrations = 0;  // made since start, cached or for one call
+  // Memory retired after failed calls whose late writes have not all come (comm_late_writes.cc),
+  // held now and retired since start.
+  size_t retired_bytes_held = 0, retired_bytes_total = 0;
 };
 
 class Comm;
@@ -169,6 +172,9 @@ class Engine {
   // parent's cost model instead of calibrating.
   Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit);
   Status ensure_stage(size_t bytes);
+  // Frees what was retired once the transport awaits no late write and holds no operation
+  // (comm_late_writes.cc).
+  void release_retired_memory();
   // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
   // on it (false: another creation on this process took it first; try again).
   void offer_comm_ids(uint8_t* bitmap, bool nested);
@@ -190,11 +196,11 @@ class Engine {
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
   std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
   // Memory a failed call's receives named, which their senders may still write
-  // (comm_late_writes.cc): freed only once the transport is closed.
+  // (comm_late_writes.cc): freed once every such write has come, or the transport is closed.
   std::vector<std::vector<uint8_t>> retired_host_;
   std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
   std::vector<void*> retired_pinned_;
-  size_t retired_bytes_ = 0;
+  size_t retired_bytes_held_ = 0, retired_bytes_total_ = 0;
   std::bitset<4096> comm_ids_in_use_;
   std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
   uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_

@@ -34,6 +34,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   HostLocalOps host_ops;
   LocalOps* local = &host_ops;
   if (gpu) EFACOLL_RETURN_IF_ERROR(engine_->gpu_->local_ops(device, &local));
+  if (engine_->retired_bytes_held_ > 0) engine_->release_retired_memory();
   EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes, gpu, device));
 
   ExecBuffers bufs;

@@ -2,8 +2,9 @@
 // that already holds its clear-to-send writes whenever it gets to it (after a stop, say), and a
 // receive the provider would not give back stays posted. EFA keeps no order between writes, and
 // its own registration cache can keep a key alive after we close it, so such a write could land
-// after the next call's own data. Our memory is therefore retired, never reused, until the
-// transport closes, its registration left open so that such a write lands there (MrCache::retire).
+// after the next call's own data. Our memory is therefore retired, never reused, its registration
+// left open so that such a write lands there (MrCache::retire), until the transport awaits no such
+// write and holds no operation any more, or closes.
 // The user's GPU buffers lose their cached registration, which tcp, udp and shm then enforce, as
 // they do for the user's host buffers, registered for the call alone.
 #include <string>
@@ -22,7 +23,8 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   MrCache* mrs = engine_->mr_cache_.get();
   std::string retired;
   auto retire_note = [&](const char* what_memory, size_t bytes) {
-    engine_->retired_bytes_ += bytes;
+    engine_->retired_bytes_held_ += bytes;
+    engine_->retired_bytes_total_ += bytes;
     retired += std::string(retired.empty() ? "" : ", ") + what_memory + " (" +
                std::to_string(bytes) + " B)";
   };
@@ -57,12 +59,28 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   }
   EFACOLL_WARN(
       kNet,
-      "%s failed with receives that their senders may still write: %s%s%s; %zu B retired so far",
+      "%s failed with receives that their senders may still write: %s%s%s; %zu B held until "
+      "their writes have come",
       what.c_str(), retired.empty() ? "" : "retired, not reused: ", retired.c_str(),
       user_buffer ? (retired.empty() ? "the user's buffer may still change"
                                      : "; the user's buffer may still change")
                   : "",
-      engine_->retired_bytes_);
+      engine_->retired_bytes_held_);
+}
+
+// A sender that never writes (it died, or gave up before it met the clear-to-send) keeps the
+// memory retired until the end: the transport cannot tell it from one that is only late.
+void Engine::release_retired_memory() {
+  if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
+  if (mr_cache_ && !mr_cache_->close_retired()) return;
+  retired_host_.clear();
+  for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
+  retired_device_.clear();
+  for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);
+  retired_pinned_.clear();
+  EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",
+               retired_bytes_held_);
+  retired_bytes_held_ = 0;
 }
 
 }  // namespace efacoll

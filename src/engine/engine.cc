@@ -61,7 +61,7 @@ Engine::~Engine() {
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
   if (stage_) gpu_->free_pinned(stage_);
-  if (retired_bytes_ == 0) return;
+  if (retired_bytes_held_ == 0) return;
   late_sends_.reset();
   if (transport_->holds_operations()) {
     // The provider stays open (~FabricTransport), and may still write what was retired.
@@ -265,6 +265,8 @@ ResourceUsage Engine::resource_usage() {
     u.mr_cache_capacity = mr_cache_->capacity();
     u.registrations = mr_cache_->registrations();
   }
+  u.retired_bytes_held = retired_bytes_held_;
+  u.retired_bytes_total = retired_bytes_total_;
   return u;
 }
 

@@ -76,6 +76,14 @@ void MrCache::retire(uint64_t identity) {
   }
 }
 
+bool MrCache::close_retired() {
+  for (const auto& e : retired_)
+    if (e.users > 0) return false;
+  for (auto& e : retired_) transport_->deregister_memory(&e.region);
+  retired_.clear();
+  return true;
+}
+
 size_t MrCache::cached_bytes() const {
   size_t total = 0;
   for (const auto& e : entries_) total += e.end - e.begin;

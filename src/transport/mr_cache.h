@@ -49,6 +49,9 @@ class MrCache {
   // met a closed key instead of landing stalls udp;ofi_rxd between the two endpoints for good.
   // Calls may still hold them.
   void retire(uint64_t identity);
+  // Closes the retired registrations once no write can reach them any more; false, closing
+  // nothing, while a call still holds one.
+  bool close_retired();
   size_t retired() const { return retired_.size(); }
 
   size_t cached() const { return entries_.size(); }

@@ -105,6 +105,9 @@ class Transport {
   // Whether the provider still holds operations it would neither finish nor cancel: then it
   // stays open when the transport is destroyed, and so must the memory those operations name.
   virtual bool holds_operations() const { return false; }
+  // Canceled one-sided receives whose senders may still write (Completion::may_still_be_written)
+  // and have not yet: while any is left, the memory such receives named may still change.
+  virtual size_t late_writes_awaited() const { return 0; }
 };
 
 }  // namespace efacoll

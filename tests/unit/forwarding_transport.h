@@ -41,6 +41,7 @@ class ForwardingTransport : public Transport {
     return inner_->oldest_provider_call(out);
   }
   bool holds_operations() const override { return inner_->holds_operations(); }
+  size_t late_writes_awaited() const override { return inner_->late_writes_awaited(); }
 
  private:
   std::unique_ptr<Transport> inner_;

@@ -169,5 +169,24 @@ TEST(MrCache, RetiredRegistrationsStayOpenUnusedUntilTheCacheCloses) {
   EXPECT_TRUE(t.live.empty()) << "the cache closes retired registrations too";
 }
 
+TEST(MrCache, RetiredRegistrationsCloseOnlyWhenNoCallHoldsThem) {
+  CountingTransport t;
+  char buf[4096] = {}, other[4096] = {};
+  MrCache cache(&t, 4);
+  MrCache::Call call, kept;
+  const MemRegion *held, *cached;
+  ASSERT_TRUE(cache.acquire(&call, buf, sizeof(buf), 7, MemKind::kHost, -1, &held).is_ok());
+  ASSERT_TRUE(cache.acquire(&kept, other, sizeof(other), 8, MemKind::kHost, -1, &cached).is_ok());
+  cache.end_call(&kept);
+  cache.retire(7);
+  EXPECT_FALSE(cache.close_retired()) << "a call still holds it";
+  EXPECT_EQ(t.live.count(held->desc), 1u);
+  cache.end_call(&call);
+  EXPECT_TRUE(cache.close_retired());
+  EXPECT_EQ(cache.retired(), 0u);
+  EXPECT_EQ(t.live.size(), 1u) << "only the retired registration closes";
+  EXPECT_EQ(t.live.count(cached->desc), 1u);
+}
+
 }  // namespace
 }  // namespace efacoll

@@ -133,6 +133,7 @@ class FabricTransport : public Transport {
   void cancel(Completion* completion) override;
   bool oldest_provider_call(ProviderCall* out) const override { return clock_.oldest(out); }
   bool holds_operations() const override { return held_operations() > 0; }
+  size_t late_writes_awaited() const override;
 
  private:
   Status choose_protocol(const fi_info* fi, const FabricOptions& options);
@@ -212,6 +213,7 @@ class FabricTransport : public Transport {
   std::deque<Request*> pending_writes_;  // clear-to-send arrived, write refused with EAGAIN
   // By completion id; nullptr for a canceled receive whose write may still come.
   std::unordered_map<uint32_t, Request*> awaited_writes_;
+  size_t late_writes_awaited_ = 0;  // the nullptr entries of awaited_writes_
   uint32_t next_completion_id_ = 1;
   std::atomic<uint64_t> next_key_{1};
   std::atomic<uint64_t> stray_entries_{0};  // CQ entries no request could have (cq_entry_fits)

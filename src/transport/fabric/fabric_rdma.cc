@@ -180,6 +180,7 @@ void FabricTransport::on_remote_write(uint64_t data) {
     if (it != awaited_writes_.end()) {
       known = true;
       r = it->second;
+      if (r == nullptr) --late_writes_awaited_;
       awaited_writes_.erase(it);
     }
   }
@@ -207,8 +208,14 @@ bool FabricTransport::cancel_awaited_write(Request* r) {
   // order): its id stays taken, so that its write completes no later receive, and the buffer's
   // owner is told not to reuse the buffer.
   it->second = nullptr;
+  ++late_writes_awaited_;
   r->completion->may_still_be_written = true;
   return true;
+}
+
+size_t FabricTransport::late_writes_awaited() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return late_writes_awaited_;
 }
 
 }  // namespace efacoll

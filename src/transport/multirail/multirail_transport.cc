@@ -168,6 +168,12 @@ bool MultiRailTransport::holds_operations() const {
   return false;
 }
 
+size_t MultiRailTransport::late_writes_awaited() const {
+  size_t awaited = 0;
+  for (const auto& rail : rails_) awaited += rail->late_writes_awaited();
+  return awaited;
+}
+
 bool MultiRailTransport::oldest_provider_call(ProviderCall* out) const {
   bool any = false;
   for (const auto& rail : rails_) {

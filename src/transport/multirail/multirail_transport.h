@@ -38,6 +38,7 @@ class MultiRailTransport : public Transport {
   void cancel(Completion* completion) override;
   bool oldest_provider_call(ProviderCall* out) const override;
   bool holds_operations() const override;
+  size_t late_writes_awaited() const override;
 
   size_t rails() const { return rails_.size(); }
   // Messages posted (sends and receives) on each rail since the start.
