@@ -240,6 +240,7 @@ class Comm {
   // comm_late_writes.cc: after a failed call whose receives may still be written
   // (ExecContext::late_write_targets, bits 1 << BufId).
   void retire_late_write_targets(unsigned targets, const CollArgs& args, const std::string& what);
+  bool answer_stale(const void* message, size_t bytes);  // comm_stale.cc
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);

@@ -112,6 +112,7 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
       const uint64_t tag = make_tag(ctx_.comm_id, ctx_.seq, sender, op.msg_id, signature);
       slot->ignore = kSignatureMask;
       slot->call_seq = ctx_.seq;
+      slot->receiver_rank = static_cast<uint32_t>(ctx_.rank);
       return op.kind == OpKind::kSend ? ctx_.transport->send(peer, resolve(op.src), op.bytes, tag,
                                                              region_of(op.src.buf), slot)
                                       : ctx_.transport->recv(peer, resolve(op.dst), op.bytes, tag,

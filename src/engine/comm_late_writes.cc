@@ -68,8 +68,10 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
       engine_->retired_bytes_held_);
 }
 
-// A sender that never writes (it died, or gave up before it met the clear-to-send) keeps the
-// memory retired until the end: the transport cannot tell it from one that is only late.
+// A sender that never meets the clear-to-send in its call (it gave up first, or its call had
+// fewer messages) answers it when it drops what the failed call left (comm_stale.cc: 32 calls
+// on, where the provider can peek). Until then, and for good where the sender died or the
+// provider cannot peek (shm), the memory stays retired: a late sender looks the same.
 void Engine::release_retired_memory() {
   if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
   if (mr_cache_ && !mr_cache_->close_retired()) return;

@@ -5,6 +5,7 @@
 // old data. So once a call fails, its sequence is remembered, and half way round (32 calls on,
 // when every message of it has long arrived and no peer can yet be in the call that reuses it)
 // what is queued under it is taken and dropped. Providers that cannot peek (shm) keep them.
+// A receiver's clear-to-send among them is answered (answer_stale).
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -73,13 +74,29 @@ void Comm::drop_stale_messages() {
   }
 }
 
+// A clear-to-send among them asks for data this rank will never write: answered, its receiver
+// can free the memory it retired for that write (comm_late_writes.cc).
+bool Comm::answer_stale(const void* message, size_t bytes) {
+  Transport* t = engine_->transport_.get();
+  Waited answer;
+  Status st = t->answer_stale(message, bytes, peers_, &answer);
+  if (st.code() == Code::kUnsupported) return false;
+  if (st.is_ok()) st = wait(t, &answer, engine_->config_.timeout);
+  if (st.is_ok()) st = answer.status;
+  if (!st.is_ok()) {
+    EFACOLL_WARN(kNet, "communicator %u: a clear-to-send a failed call left was not answered: %s",
+                 id_, st.message().c_str());
+  }
+  return st.is_ok();
+}
+
 Status Comm::drop_messages_of(uint32_t seq) {
   Transport* t = engine_->transport_.get();
   const TransportInfo& info = t->info();
   const uint64_t any = kSignatureMask | kMaxMsgIdInTag;
   const std::chrono::milliseconds timeout = engine_->config_.timeout;
   std::vector<uint8_t> sink;
-  int dropped = 0;
+  int dropped = 0, answered = 0;
   // Tagged by each sender; a clear-to-send carries the rank of the data's sender: this one.
   for (int sender = 0; sender < size_; ++sender) {
     while (dropped < kMaxDropped) {
@@ -111,11 +128,14 @@ Status Comm::drop_messages_of(uint32_t seq) {
       if (region) t->deregister_memory(&mr);
       EFACOLL_RETURN_IF_ERROR(st);
       ++dropped;
+      if (answer_stale(sink.data(), take.bytes)) ++answered;
     }
   }
   if (dropped > 0) {
-    EFACOLL_INFO(kNet, "communicator %u: dropped %d messages left by failed call %u", id_, dropped,
-                 seq);
+    EFACOLL_INFO(kNet,
+                 "communicator %u: dropped %d messages left by failed call %u, %d of them "
+                 "clear-to-sends, answered",
+                 id_, dropped, seq, answered);
   }
   return Status::ok();
 }

@@ -56,6 +56,10 @@ constexpr uint32_t kCardReason = 3;
 // or an error: the card's count then holds the reason and the rank it found silent. Its
 // collective bits are 3 too.
 constexpr uint32_t kGaveUpSignature = 0xffb;
+// In place of the signature in the remote CQ data of a write without data (into the receiver's
+// answer pad): the answer to a clear-to-send that a failed call left unanswered
+// (Transport::answer_stale). No data will come for it. Its collective bits are 3 too.
+constexpr uint32_t kNoDataSignature = 0xffa;
 
 inline uint64_t make_tag(uint32_t comm_id, uint32_t seq, uint32_t sender, uint32_t msg_id,
                          uint32_t signature = 0) {

@@ -32,6 +32,9 @@ struct Completion {
   // already hold its clear-to-send: that sender can still write the buffer, after the callback
   // has run, at any time until the endpoint closes. Whoever owns the buffer must not reuse it.
   bool may_still_be_written = false;
+  // Receives: this rank, which a one-sided receive's clear-to-send carries so that a sender
+  // that never meets it in its call can still answer it (Transport::answer_stale).
+  uint32_t receiver_rank = 0;
 };
 
 // A registration of local memory; `desc` is what the provider wants with each operation
@@ -108,6 +111,15 @@ class Transport {
   // Canceled one-sided receives whose senders may still write (Completion::may_still_be_written)
   // and have not yet: while any is left, the memory such receives named may still change.
   virtual size_t late_writes_awaited() const { return 0; }
+  // A message a failed call left, taken by a plain receive (engine/comm_stale.cc). Where it is
+  // a receiver's clear-to-send, answers it with a write without data (into the receiver's own
+  // pad, not the receive's buffer) to peers[the receiver's rank], so that the receiver stops
+  // awaiting a write that will never come; `completion` runs once the answer is done. kUnsupported:
+  // not a clear-to-send, or no one-sided protocol here.
+  virtual Status answer_stale(const void* /*message*/, size_t /*bytes*/,
+                              const std::vector<PeerAddr>& /*peers*/, Completion* /*completion*/) {
+    return Status(Code::kUnsupported, "no clear-to-sends on this transport");
+  }
 };
 
 }  // namespace efacoll

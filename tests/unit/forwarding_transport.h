@@ -42,6 +42,10 @@ class ForwardingTransport : public Transport {
   }
   bool holds_operations() const override { return inner_->holds_operations(); }
   size_t late_writes_awaited() const override { return inner_->late_writes_awaited(); }
+  Status answer_stale(const void* message, size_t bytes, const std::vector<PeerAddr>& peers,
+                      Completion* c) override {
+    return inner_->answer_stale(message, bytes, peers, c);
+  }
 
  private:
   std::unique_ptr<Transport> inner_;

@@ -52,8 +52,15 @@ struct ClearToSend {
   uint64_t key;
   uint64_t bytes;
   uint32_t completion_id;
-  uint32_t unused;
+  uint32_t receiver;  // kClearToSendMark | the receiving rank (Transport::answer_stale)
+  // Where an answer without data goes (answer_stale): the receiving transport's answer pad,
+  // whose key stays open, unlike the receive buffer's (a user's buffer's closes with its call,
+  // and a write that meets a closed key breaks tcp's connection and stalls udp).
+  uint64_t answer_addr;
+  uint64_t answer_key;
 };
+constexpr uint32_t kClearToSendMark = 0xc7500000;
+constexpr uint32_t kReceiverRankMask = 0xfffff;
 
 enum class ReqKind : uint8_t {
   kSend,        // two-sided tagged send
@@ -134,6 +141,8 @@ class FabricTransport : public Transport {
   bool oldest_provider_call(ProviderCall* out) const override { return clock_.oldest(out); }
   bool holds_operations() const override { return held_operations() > 0; }
   size_t late_writes_awaited() const override;
+  Status answer_stale(const void* message, size_t bytes, const std::vector<PeerAddr>& peers,
+                      Completion* completion) override;
 
  private:
   Status choose_protocol(const fi_info* fi, const FabricOptions& options);
@@ -215,6 +224,13 @@ class FabricTransport : public Transport {
   std::unordered_map<uint32_t, Request*> awaited_writes_;
   size_t late_writes_awaited_ = 0;  // the nullptr entries of awaited_writes_
   uint32_t next_completion_id_ = 1;
+  // Written, never read, by peers' answers without data (ClearToSend::answer_key); the source
+  // of this side's answers too. Registered where the one-sided protocol runs.
+  struct AnswerPad {
+    uint64_t words[8] = {};
+  };
+  std::unique_ptr<AnswerPad> answer_pad_;
+  MemRegion answer_mr_;
   std::atomic<uint64_t> next_key_{1};
   std::atomic<uint64_t> stray_entries_{0};  // CQ entries no request could have (cq_entry_fits)
   // Marks the calls that make the provider progress: the completion queue's reads and the posts.

@@ -9,6 +9,8 @@
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "common/log.h"
 #include "transport/fabric/fabric_endpoint.h"
@@ -150,6 +152,9 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
   cts.addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? at : at - region->base;
   cts.key = fi_mr_key(static_cast<fid_mr*>(region->handle));
   cts.bytes = bytes;
+  cts.receiver = kClearToSendMark | (completion->receiver_rank & kReceiverRankMask);
+  cts.answer_addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? answer_mr_.base : 0;
+  cts.answer_key = fi_mr_key(static_cast<fid_mr*>(answer_mr_.handle));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Skips the ids of canceled receives whose writes may still come (cancel_awaited_write).
@@ -172,12 +177,15 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
 
 void FabricTransport::on_remote_write(uint64_t data) {
   const uint32_t id = static_cast<uint32_t>(data) & kCompletionIdMask;
+  const uint32_t signature = (data >> kCompletionIdBits) & ((1u << kSignatureBits) - 1);
+  const bool no_data = signature == kNoDataSignature;
   Request* r = nullptr;
   bool known = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = awaited_writes_.find(id);
-    if (it != awaited_writes_.end()) {
+    // An answer without data is for a canceled receive only: one in flight waits on for its data.
+    if (it != awaited_writes_.end() && !(no_data && it->second != nullptr)) {
       known = true;
       r = it->second;
       if (r == nullptr) --late_writes_awaited_;
@@ -186,17 +194,18 @@ void FabricTransport::on_remote_write(uint64_t data) {
   }
   if (r == nullptr) {
     if (known) {
-      EFACOLL_INFO(kNet,
-                   "a write for a canceled receive arrived late (completion id %u): "
-                   "its buffer was retired, nothing else changed",
+      EFACOLL_INFO(kNet, "%s (completion id %u): its buffer was retired, nothing else changed",
+                   no_data ? "a clear-to-send of a failed call was answered: no write will come"
+                           : "a write for a canceled receive arrived late",
                    id);
     } else {
-      EFACOLL_WARN(kNet, "remote write with unknown completion id %u: ignored", id);
+      EFACOLL_WARN(kNet, "remote write with unknown completion id %u%s: ignored", id,
+                   no_data ? " (an answer without data)" : "");
     }
     return;
   }
-  const uint64_t signature = (data >> kCompletionIdBits) & ((1u << kSignatureBits) - 1);
-  r->completion->tag = (r->tag & ~kSignatureMask) | (signature << kSignatureShift);
+  r->completion->tag =
+      (r->tag & ~kSignatureMask) | (static_cast<uint64_t>(signature) << kSignatureShift);
   complete(r, Status::ok(), r->bytes);
 }
 
@@ -211,6 +220,27 @@ bool FabricTransport::cancel_awaited_write(Request* r) {
   ++late_writes_awaited_;
   r->completion->may_still_be_written = true;
   return true;
+}
+
+Status FabricTransport::answer_stale(const void* message, size_t bytes,
+                                     const std::vector<PeerAddr>& peers, Completion* completion) {
+  ClearToSend cts;
+  if (!info_.rdma || bytes != sizeof(cts)) return Status(Code::kUnsupported, "not a clear-to-send");
+  std::memcpy(&cts, message, sizeof(cts));
+  const uint32_t rank = cts.receiver & kReceiverRankMask;
+  if ((cts.receiver & ~kReceiverRankMask) != kClearToSendMark || rank >= peers.size())
+    return Status(Code::kUnsupported, "not a clear-to-send");
+  Request* r = get_request(completion, sizeof(uint64_t), ReqKind::kWrite);
+  r->cts = cts;
+  r->cts.addr = cts.answer_addr;
+  r->cts.key = cts.answer_key;
+  r->buf = answer_pad_.get();
+  r->desc = answer_mr_.desc;
+  r->peer = peers[rank];
+  r->truncated = false;
+  r->tag = static_cast<uint64_t>(kNoDataSignature) << kSignatureShift;
+  completion->tag = r->tag;
+  return post_write(r);
 }
 
 size_t FabricTransport::late_writes_awaited() const {

@@ -37,6 +37,7 @@ FabricTransport::~FabricTransport() {
                  info_.provider.c_str());
     for (auto& slab : slabs_) keep_alive(std::move(slab));
     for (auto& b : bounces_) keep_alive(std::move(b));
+    keep_alive(std::move(answer_pad_));
     ep_.keep_open();
     av_.keep_open();
     cq_.keep_open();
@@ -49,6 +50,7 @@ FabricTransport::~FabricTransport() {
     if (slab->mr) fi_close(&slab->mr->fid);
   }
   free_bounces();
+  deregister_memory(&answer_mr_);
   av_.reset();
   cq_.reset();
   domain_.reset();
@@ -119,6 +121,11 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   rc = fi_enable(ep_.get());
   if (rc) return fabric_error("fi_enable", rc);
   EFACOLL_RETURN_IF_ERROR(choose_protocol(fi, options));
+  if (info_.rdma) {
+    answer_pad_ = std::make_unique<AnswerPad>();
+    EFACOLL_RETURN_IF_ERROR(
+        register_memory(answer_pad_.get(), sizeof(AnswerPad), MemKind::kHost, -1, &answer_mr_));
+  }
   plan_bounce();
 
   size_t len = 0;
