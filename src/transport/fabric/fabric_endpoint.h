@@ -225,12 +225,13 @@ class FabricTransport : public Transport {
   size_t late_writes_awaited_ = 0;  // the nullptr entries of awaited_writes_
   uint32_t next_completion_id_ = 1;
   // Written, never read, by peers' answers without data (ClearToSend::answer_key); the source
-  // of this side's answers too. Registered where the one-sided protocol runs.
+  // of this side's answers too. Registered where the one-sided protocol runs; its registration
+  // travels with it, kept with it where the endpoint is left open.
   struct AnswerPad {
     uint64_t words[8] = {};
+    MemRegion mr;
   };
   std::unique_ptr<AnswerPad> answer_pad_;
-  MemRegion answer_mr_;
   std::atomic<uint64_t> next_key_{1};
   std::atomic<uint64_t> stray_entries_{0};  // CQ entries no request could have (cq_entry_fits)
   // Marks the calls that make the provider progress: the completion queue's reads and the posts.

@@ -153,8 +153,8 @@ Status FabricTransport::rdma_recv(PeerAddr peer, void* buf, size_t bytes, uint64
   cts.key = fi_mr_key(static_cast<fid_mr*>(region->handle));
   cts.bytes = bytes;
   cts.receiver = kClearToSendMark | (completion->receiver_rank & kReceiverRankMask);
-  cts.answer_addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? answer_mr_.base : 0;
-  cts.answer_key = fi_mr_key(static_cast<fid_mr*>(answer_mr_.handle));
+  cts.answer_addr = (mr_mode_ & FI_MR_VIRT_ADDR) ? answer_pad_->mr.base : 0;
+  cts.answer_key = fi_mr_key(static_cast<fid_mr*>(answer_pad_->mr.handle));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Skips the ids of canceled receives whose writes may still come (cancel_awaited_write).
@@ -180,12 +180,13 @@ void FabricTransport::on_remote_write(uint64_t data) {
   const uint32_t signature = (data >> kCompletionIdBits) & ((1u << kSignatureBits) - 1);
   const bool no_data = signature == kNoDataSignature;
   Request* r = nullptr;
-  bool known = false;
+  bool known = false, in_flight = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = awaited_writes_.find(id);
     // An answer without data is for a canceled receive only: one in flight waits on for its data.
-    if (it != awaited_writes_.end() && !(no_data && it->second != nullptr)) {
+    in_flight = it != awaited_writes_.end() && no_data && it->second != nullptr;
+    if (it != awaited_writes_.end() && !in_flight) {
       known = true;
       r = it->second;
       if (r == nullptr) --late_writes_awaited_;
@@ -193,10 +194,21 @@ void FabricTransport::on_remote_write(uint64_t data) {
     }
   }
   if (r == nullptr) {
-    if (known) {
-      EFACOLL_INFO(kNet, "%s (completion id %u): its buffer was retired, nothing else changed",
-                   no_data ? "a clear-to-send of a failed call was answered: no write will come"
-                           : "a write for a canceled receive arrived late",
+    if (in_flight) {
+      EFACOLL_INFO(kNet,
+                   "an answer without data came for a receive in flight (completion id %u): "
+                   "ignored, it waits on for its data",
+                   id);
+    } else if (known && no_data) {
+      // One per clear-to-send: its sender says how many it answered (comm_stale.cc).
+      EFACOLL_TRACE(kNet,
+                    "a clear-to-send of a failed call was answered: no write will come "
+                    "(completion id %u)",
+                    id);
+    } else if (known) {
+      EFACOLL_INFO(kNet,
+                   "a write for a canceled receive arrived late (completion id %u): its buffer "
+                   "was retired, nothing else changed",
                    id);
     } else {
       EFACOLL_WARN(kNet, "remote write with unknown completion id %u%s: ignored", id,
@@ -234,8 +246,8 @@ Status FabricTransport::answer_stale(const void* message, size_t bytes,
   r->cts = cts;
   r->cts.addr = cts.answer_addr;
   r->cts.key = cts.answer_key;
-  r->buf = answer_pad_.get();
-  r->desc = answer_mr_.desc;
+  r->buf = answer_pad_->words;
+  r->desc = answer_pad_->mr.desc;
   r->peer = peers[rank];
   r->truncated = false;
   r->tag = static_cast<uint64_t>(kNoDataSignature) << kSignatureShift;

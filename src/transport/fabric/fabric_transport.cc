@@ -50,7 +50,7 @@ FabricTransport::~FabricTransport() {
     if (slab->mr) fi_close(&slab->mr->fid);
   }
   free_bounces();
-  deregister_memory(&answer_mr_);
+  if (answer_pad_) deregister_memory(&answer_pad_->mr);
   av_.reset();
   cq_.reset();
   domain_.reset();
@@ -123,8 +123,8 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   EFACOLL_RETURN_IF_ERROR(choose_protocol(fi, options));
   if (info_.rdma) {
     answer_pad_ = std::make_unique<AnswerPad>();
-    EFACOLL_RETURN_IF_ERROR(
-        register_memory(answer_pad_.get(), sizeof(AnswerPad), MemKind::kHost, -1, &answer_mr_));
+    EFACOLL_RETURN_IF_ERROR(register_memory(answer_pad_->words, sizeof(answer_pad_->words),
+                                            MemKind::kHost, -1, &answer_pad_->mr));
   }
   plan_bounce();
 
