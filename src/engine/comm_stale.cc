@@ -8,6 +8,7 @@
 // A receiver's clear-to-send among them is answered (answer_stale).
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "common/log.h"
@@ -132,10 +133,11 @@ Status Comm::drop_messages_of(uint32_t seq) {
     }
   }
   if (dropped > 0) {
-    EFACOLL_INFO(kNet,
-                 "communicator %u: dropped %d messages left by failed call %u, %d of them "
-                 "clear-to-sends, answered",
-                 id_, dropped, seq, answered);
+    EFACOLL_INFO(
+        kNet, "communicator %u: dropped %d messages left by failed call %u%s", id_, dropped, seq,
+        answered > 0
+            ? (", answered the " + std::to_string(answered) + " clear-to-sends among them").c_str()
+            : "");
   }
   return Status::ok();
 }
