@@ -33,8 +33,9 @@ struct Completion {
   // has run, at any time until the endpoint closes. Whoever owns the buffer must not reuse it.
   bool may_still_be_written = false;
   // Receives: this rank, which a one-sided receive's clear-to-send carries so that a sender
-  // that never meets it in its call can still answer it (Transport::answer_stale).
-  uint32_t receiver_rank = 0;
+  // that never meets it in its call can still answer it (Transport::answer_stale). Left as it
+  // is, no sender answers (a wrong rank would end another receive's wait).
+  uint32_t receiver_rank = UINT32_MAX;
 };
 
 // A registration of local memory; `desc` is what the provider wants with each operation

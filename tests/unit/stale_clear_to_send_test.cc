@@ -22,8 +22,8 @@ class StaleClearToSendPair : public FabricPair {
  protected:
   // b_ (rank 1) asks a_ for 8000 bytes; a_ takes the clear-to-send as a plain message, as the
   // drop of a failed call's leftovers does.
-  void ask_and_take(Waiter* asked, std::vector<uint8_t>* taken) {
-    asked->receiver_rank = 1;
+  void ask_and_take(Waiter* asked, std::vector<uint8_t>* taken, bool rank_given = true) {
+    if (rank_given) asked->receiver_rank = 1;
     ASSERT_TRUE(post([&] {
                   return b_->recv(a_at_b_, target_.data(), 8000, tag_, &target_mr_, asked);
                 }).is_ok());
@@ -108,6 +108,14 @@ TEST_P(StaleClearToSendPair, OtherMessagesAreNotAnswered) {
   Waiter unused;
   EXPECT_EQ(a_->answer_stale(other.data(), other.size(), peers_, &unused).code(),
             Code::kUnsupported);
+  // A receive posted without its rank (not by a schedule): its sender cannot tell whom to answer.
+  Waiter asked;
+  std::vector<uint8_t> taken;
+  ASSERT_NO_FATAL_FAILURE(ask_and_take(&asked, &taken, false));
+  EXPECT_EQ(a_->answer_stale(taken.data(), taken.size(), peers_, &unused).code(),
+            Code::kUnsupported);
+  b_->cancel(&asked);
+  ASSERT_TRUE(wait_all({&asked}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, StaleClearToSendPair,
