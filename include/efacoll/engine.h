@@ -175,6 +175,7 @@ class Engine {
   // Frees what was retired once the transport awaits no late write and holds no operation
   // (comm_late_writes.cc).
   void release_retired_memory();
+  void free_retired_memory();  // no write can reach it any more
   // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
   // on it (false: another creation on this process took it first; try again).
   void offer_comm_ids(uint8_t* bitmap, bool nested);

@@ -75,13 +75,17 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
 void Engine::release_retired_memory() {
   if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
   if (mr_cache_ && !mr_cache_->close_retired()) return;
+  EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",
+               retired_bytes_held_);
+  free_retired_memory();
+}
+
+void Engine::free_retired_memory() {
   retired_host_.clear();
   for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
   retired_device_.clear();
   for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);
   retired_pinned_.clear();
-  EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",
-               retired_bytes_held_);
   retired_bytes_held_ = 0;
 }
 

@@ -71,8 +71,7 @@ Engine::~Engine() {
     return;
   }
   transport_.reset();
-  for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
-  for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);
+  free_retired_memory();
 }
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }

@@ -94,15 +94,57 @@ INSTANTIATE_TEST_SUITE_P(Providers, LateWritePair,
 // retired absorbs them; memory it reused would show them in a result.
 using Targets = std::vector<std::pair<uint8_t*, size_t>>;
 
+// Remembers the buffer of each receive posted, by its completion, until that completion is
+// posted again as a send or a look: the buffer a provider could still write for it.
+class ReceiveBuffers : public ForwardingTransport {
+ public:
+  using ForwardingTransport::ForwardingTransport;
+  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    {
+      std::lock_guard<std::mutex> lock(buffers_mutex_);
+      buffers_[c] = {static_cast<uint8_t*>(buf), bytes};
+    }
+    return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
+  }
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    forget(c);
+    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
+  }
+  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* c) override {
+    forget(c);
+    return ForwardingTransport::peek(peer, tag, ignore, c);
+  }
+
+ protected:
+  // The receive's buffer, or false where `c` was not last posted as a receive.
+  bool receive_buffer(Completion* c, std::pair<uint8_t*, size_t>* out) {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    auto it = buffers_.find(c);
+    if (it == buffers_.end()) return false;
+    *out = it->second;
+    return true;
+  }
+
+ private:
+  void forget(Completion* c) {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    buffers_.erase(c);
+  }
+  std::mutex buffers_mutex_;
+  std::unordered_map<Completion*, std::pair<uint8_t*, size_t>> buffers_;
+};
+
 // With `left`, it also says that the provider still holds operations (as one that could not
 // cancel them does), and hands its targets, written once more, to `left` when it is destroyed:
 // memory the provider may still write after the engine is gone. With `writes_each`, each
 // target's write has come after that many progresses; otherwise it never has.
-class LateWriter : public ForwardingTransport {
+class LateWriter : public ReceiveBuffers {
  public:
   LateWriter(std::unique_ptr<Transport> inner, std::atomic<int>* targets, Targets* left,
              int writes_each)
-      : ForwardingTransport(std::move(inner)),
+      : ReceiveBuffers(std::move(inner)),
         targets_(targets),
         left_(left),
         writes_each_(writes_each) {}
@@ -116,20 +158,12 @@ class LateWriter : public ForwardingTransport {
     std::lock_guard<std::mutex> lock(mutex_);
     return ForwardingTransport::late_writes_awaited() + late_.size();
   }
-  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      posted_[c] = {static_cast<uint8_t*>(buf), bytes};
-    }
-    return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
-  }
   void cancel(Completion* c) override {
     ForwardingTransport::cancel(c);
+    std::pair<uint8_t*, size_t> target;
+    if (!receive_buffer(c, &target) || !c->may_still_be_written) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = posted_.find(c);
-    if (it == posted_.end() || !c->may_still_be_written) return;
-    late_.push_back(it->second);
+    late_.push_back(target);
     writes_left_.push_back(writes_each_);
     ++*targets_;
   }
@@ -153,7 +187,6 @@ class LateWriter : public ForwardingTransport {
   Targets* left_;
   const int writes_each_;
   mutable std::mutex mutex_;
-  std::unordered_map<Completion*, std::pair<uint8_t*, size_t>> posted_;
   Targets late_;
   std::vector<int> writes_left_;  // per target of late_
 };
@@ -161,38 +194,20 @@ class LateWriter : public ForwardingTransport {
 // A provider that cannot cancel a receive at once (udp;ofi_rxd, one it has begun to match): it
 // holds each canceled receive for `hold`, writing into its buffer at every progress meanwhile,
 // and only then passes the cancellation on.
-class CancelHeldBack : public ForwardingTransport {
+class CancelHeldBack : public ReceiveBuffers {
  public:
   CancelHeldBack(std::unique_ptr<Transport> inner, std::chrono::milliseconds hold,
                  std::atomic<int>* held_back)
-      : ForwardingTransport(std::move(inner)), hold_(hold), held_back_(held_back) {}
+      : ReceiveBuffers(std::move(inner)), hold_(hold), held_back_(held_back) {}
   bool holds_operations() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return !held_.empty() || ForwardingTransport::holds_operations();
   }
-  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      posted_[c] = {static_cast<uint8_t*>(buf), bytes};
-    }
-    return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
-  }
-  // A completion posted again as a send or a look is no longer that receive's.
-  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    forget(c);
-    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
-  }
-  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* c) override {
-    forget(c);
-    return ForwardingTransport::peek(peer, tag, ignore, c);
-  }
   void cancel(Completion* c) override {
+    std::pair<uint8_t*, size_t> target;
+    if (!receive_buffer(c, &target)) return ForwardingTransport::cancel(c);
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = posted_.find(c);
-    if (it == posted_.end()) return ForwardingTransport::cancel(c);
-    held_.push_back({c, it->second, std::chrono::steady_clock::now() + hold_});
+    held_.push_back({c, target, std::chrono::steady_clock::now() + hold_});
     ++*held_back_;
   }
   Status progress(int* completed) override {
@@ -217,10 +232,6 @@ class CancelHeldBack : public ForwardingTransport {
   }
 
  private:
-  void forget(Completion* c) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    posted_.erase(c);
-  }
   struct Held {
     Completion* completion;
     std::pair<uint8_t*, size_t> target;
@@ -229,7 +240,6 @@ class CancelHeldBack : public ForwardingTransport {
   const std::chrono::milliseconds hold_;
   std::atomic<int>* held_back_;
   mutable std::mutex mutex_;
-  std::unordered_map<Completion*, std::pair<uint8_t*, size_t>> posted_;
   std::vector<Held> held_;
 };
 
