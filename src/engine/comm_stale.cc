@@ -4,13 +4,18 @@
 // holds 6 bits: 64 calls later a call of the same shape would take them for its own and return
 // old data. So once a call fails, its sequence is remembered, and half way round (32 calls on,
 // when every message of it has long arrived and no peer can yet be in the call that reuses it)
-// what is queued under it is taken and dropped. Providers that cannot peek (shm) keep them.
-// A receiver's clear-to-send among them is answered (answer_stale).
+// what is queued under it is taken and dropped. A receiver's clear-to-send among them is
+// answered (answer_stale), so that the receiver frees what it retired for that write.
+// Providers that cannot peek (shm 1.17) keep them: a receive for any message of the call cannot
+// stand in for the look there, since such a provider matches a message that came first on its
+// whole tag, ignore mask or not (transport/fabric/fabric_tags.cc; tried: none was taken).
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/executor.h"
 #include "efacoll/engine.h"
@@ -23,33 +28,94 @@ namespace {
 constexpr size_t kMaxFailedKept = kTagSeqValues;
 constexpr int kMaxDropped = 100000;  // a bound, far above what one call sends a rank
 
-// One operation of this file, run to its end: progress until the callback came.
-struct Waited : Completion {
+// One operation of this file, with the buffer the provider may fill for it. Held by pointer: one
+// the provider never gives back is kept alive with its buffer (common/kept_alive.h).
+struct StaleOp : Completion {
   bool done = false;
+  bool cancel_asked = false;
   Status status;
   size_t bytes = 0;
+  std::vector<uint8_t> buffer;
+  MemRegion region;
+  bool registered = false;
   static void on_done(Completion* c, const Status& st, size_t bytes) {
-    auto* w = static_cast<Waited*>(c);
-    w->done = true;
-    w->status = st;
-    w->bytes = bytes;
+    auto* op = static_cast<StaleOp*>(c);
+    op->done = true;
+    op->status = st;
+    op->bytes = bytes;
   }
-  Waited() { fn = &Waited::on_done; }
+  StaleOp() { fn = &StaleOp::on_done; }
 };
+using StaleOpPtr = std::unique_ptr<StaleOp>;
 
-Status wait(Transport* t, Waited* w, std::chrono::milliseconds timeout) {
+Status progress_until(Transport* t, StaleOp* op, std::chrono::steady_clock::time_point until) {
   IdleBackoff backoff;
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!w->done) {
+  while (!op->done && std::chrono::steady_clock::now() < until) {
     int n = 0;
     EFACOLL_RETURN_IF_ERROR(t->progress(&n));
-    if (w->done || n > 0) continue;
-    if (std::chrono::steady_clock::now() > until) {
-      t->cancel(w);
-      return Status(Code::kTimeout, "the provider did not complete a look or a receive");
-    }
-    backoff.idle();
+    if (n == 0 && !op->done) backoff.idle();
   }
+  return Status::ok();
+}
+
+// Waits `patience` for the operation; one still posted then is canceled and waited for until
+// the provider gives it back (having maybe completed it after all: cancel_asked tells). One it
+// never gives back within `bound` is left to it, kept alive, and `op` is then empty.
+Status finish(Transport* t, StaleOpPtr& op, std::chrono::milliseconds patience,
+              std::chrono::milliseconds bound) {
+  const auto start = std::chrono::steady_clock::now();
+  EFACOLL_RETURN_IF_ERROR(progress_until(t, op.get(), start + patience));
+  if (op->done) return Status::ok();
+  op->cancel_asked = true;
+  t->cancel(op.get());
+  Status st = progress_until(t, op.get(), std::chrono::steady_clock::now() + bound);
+  if (st.is_ok() && op->done) return Status::ok();
+  if (op->registered) op->registered = false;  // the provider may still use it: kept open
+  keep_alive(std::move(op));
+  return st.is_ok()
+             ? Status(Code::kTimeout, "the provider kept an operation it was asked to cancel")
+             : st;
+}
+
+void release(Transport* t, StaleOp* op) {
+  if (op->registered) t->deregister_memory(&op->region);
+  op->registered = false;
+}
+
+// One message queued from a sender under a failed call's tag, into `*taken` (left empty: none
+// left): a look says how long it is, then a receive of that length takes it.
+Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
+                std::chrono::milliseconds timeout, StaleOpPtr* taken) {
+  const TransportInfo& info = t->info();
+  auto look = std::make_unique<StaleOp>();
+  EFACOLL_RETURN_IF_ERROR(t->peek(peer, tag, kSignatureMask | kMaxMsgIdInTag, look.get()));
+  EFACOLL_RETURN_IF_ERROR(finish(t, look, timeout, timeout));
+  if (look->cancel_asked) return Status(Code::kTimeout, "the provider did not end a look");
+  if (look->status.code() == Code::kAgain) return Status::ok();  // none left
+  EFACOLL_RETURN_IF_ERROR(look->status);
+  // Above the one-sided threshold a receive would ask for the data instead of taking it.
+  if (info.rdma && look->bytes >= info.rdma_threshold) {
+    return Status(Code::kInternal, "a message of " + std::to_string(look->bytes) +
+                                       " bytes cannot be taken by a plain receive");
+  }
+  auto take = std::make_unique<StaleOp>();
+  take->buffer.resize(std::max<size_t>(look->bytes, 1));
+  take->call_seq = seq;
+  // Registered where the provider wants local registrations (EFA: FI_MR_LOCAL).
+  if (info.needs_registration()) {
+    EFACOLL_RETURN_IF_ERROR(t->register_memory(take->buffer.data(), take->buffer.size(),
+                                               MemKind::kHost, -1, &take->region));
+    take->registered = true;
+  }
+  Status st = t->recv(peer, take->buffer.data(), look->bytes, look->tag,
+                      take->registered ? &take->region : nullptr, take.get());
+  if (st.is_ok()) st = finish(t, take, timeout, timeout);
+  if (!take) return st;  // left to the provider
+  release(t, take.get());
+  EFACOLL_RETURN_IF_ERROR(st);
+  if (take->cancel_asked) return Status(Code::kTimeout, "a message the look showed never came");
+  EFACOLL_RETURN_IF_ERROR(take->status);
+  *taken = std::move(take);
   return Status::ok();
 }
 
@@ -79,11 +145,13 @@ void Comm::drop_stale_messages() {
 // can free the memory it retired for that write (comm_late_writes.cc).
 bool Comm::answer_stale(const void* message, size_t bytes) {
   Transport* t = engine_->transport_.get();
-  Waited answer;
-  Status st = t->answer_stale(message, bytes, peers_, &answer);
+  const std::chrono::milliseconds timeout = engine_->config_.timeout;
+  auto answer = std::make_unique<StaleOp>();
+  Status st = t->answer_stale(message, bytes, peers_, answer.get());
   if (st.code() == Code::kUnsupported) return false;
-  if (st.is_ok()) st = wait(t, &answer, engine_->config_.timeout);
-  if (st.is_ok()) st = answer.status;
+  if (st.is_ok()) st = finish(t, answer, timeout, timeout);
+  if (st.is_ok() && answer->cancel_asked) st = Status(Code::kTimeout, "not sent in time");
+  if (st.is_ok()) st = answer->status;
   if (!st.is_ok()) {
     EFACOLL_WARN(kNet, "communicator %u: a clear-to-send a failed call left was not answered: %s",
                  id_, st.message().c_str());
@@ -93,43 +161,19 @@ bool Comm::answer_stale(const void* message, size_t bytes) {
 
 Status Comm::drop_messages_of(uint32_t seq) {
   Transport* t = engine_->transport_.get();
-  const TransportInfo& info = t->info();
-  const uint64_t any = kSignatureMask | kMaxMsgIdInTag;
   const std::chrono::milliseconds timeout = engine_->config_.timeout;
-  std::vector<uint8_t> sink;
   int dropped = 0, answered = 0;
   // Tagged by each sender; a clear-to-send carries the rank of the data's sender: this one.
   for (int sender = 0; sender < size_; ++sender) {
     while (dropped < kMaxDropped) {
-      Waited look;
-      Status st = t->peek(peers_[sender], make_tag(id_, seq, sender, 0, 0), any, &look);
+      StaleOpPtr taken;
+      Status st =
+          take_one(t, peers_[sender], make_tag(id_, seq, sender, 0, 0), seq, timeout, &taken);
       if (st.code() == Code::kUnsupported) return Status::ok();  // nothing to be done here
       EFACOLL_RETURN_IF_ERROR(st);
-      EFACOLL_RETURN_IF_ERROR(wait(t, &look, timeout));
-      if (look.status.code() == Code::kAgain) break;  // none left
-      EFACOLL_RETURN_IF_ERROR(look.status);
-      // Above the one-sided threshold a receive would ask for the data instead of taking it.
-      if (info.rdma && look.bytes >= info.rdma_threshold) {
-        return Status(Code::kInternal, "a message of " + std::to_string(look.bytes) +
-                                           " bytes cannot be taken by a plain receive");
-      }
-      sink.resize(std::max<size_t>({sink.size(), look.bytes, size_t{1}}));
-      // Registered where the provider wants local registrations (EFA: FI_MR_LOCAL).
-      MemRegion mr;
-      const MemRegion* region = nullptr;
-      if (info.needs_registration()) {
-        EFACOLL_RETURN_IF_ERROR(
-            t->register_memory(sink.data(), sink.size(), MemKind::kHost, -1, &mr));
-        region = &mr;
-      }
-      Waited take;
-      take.ignore = 0;
-      st = t->recv(peers_[sender], sink.data(), look.bytes, look.tag, region, &take);
-      if (st.is_ok()) st = wait(t, &take, timeout);
-      if (region) t->deregister_memory(&mr);
-      EFACOLL_RETURN_IF_ERROR(st);
+      if (!taken) break;  // none left
       ++dropped;
-      if (answer_stale(sink.data(), take.bytes)) ++answered;
+      if (answer_stale(taken->buffer.data(), taken->bytes)) ++answered;
     }
   }
   if (dropped > 0) {

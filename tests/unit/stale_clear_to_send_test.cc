@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "count_mismatch_run.h"
 #include "fabric_pair.h"
 #include "reference.h"
 #include "thread_ranks.h"
@@ -124,47 +125,19 @@ INSTANTIATE_TEST_SUITE_P(Providers, StaleClearToSendPair,
                          [](const auto& info) { return std::get<0>(info.param) + "_rdma"; });
 
 // Rank 1 calls with a quarter of the others' count: clear-to-sends for the data it does not
-// have stay unanswered. 40 exact calls later (past the 32 after which a failed call's leftovers
-// are dropped), rank 0 must hold no retired memory.
+// have stay unanswered. 40 exact calls later, rank 0 must hold no retired memory.
 void expect_retired_memory_freed_after_a_count_mismatch(const std::string& provider) {
   if (!provider_available(provider)) GTEST_SKIP() << provider << " not available here";
   SCOPED_TRACE(provider);
-  const int n = 2;
-  const size_t count = 16384;
-  RankSetup setup;
-  setup.transport = provider;
-  setup.fabric.protocol = Protocol::kRdma;
-  setup.fabric.rdma_threshold = 1024;
-  setup.config.chunk_bytes = 4096;
-  setup.config.timeout = std::chrono::milliseconds(5000);
-  std::vector<ResourceUsage> after_mismatch(n), at_end(n);
-  auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
-    Status forced = ctx.engine.set_algo("ring");
-    if (!forced.is_ok()) return ctx.failures->push_back(forced.to_string());
-    const size_t mine = ctx.rank == 1 ? count / 4 : count;
-    Bytes data = make_input(DType::kInt32, ROp::kSum, ctx.rank, mine);
-    CollArgs a;
-    a.recvbuf = data.data();
-    a.count = mine;
-    a.dtype = DType::kInt32;
-    a.inplace = true;
-    if (ctx.comm.run(a).is_ok())
-      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": the mismatch passed");
-    after_mismatch[ctx.rank] = ctx.engine.resource_usage();
-    for (int call = 1; call <= 40; ++call) {
-      const std::string err = check_allreduce_in_place(ctx.comm, ctx.rank, n, count);
-      if (!err.empty()) {
-        ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", call " +
-                                std::to_string(call) + ": " + err);
-        return;
-      }
-    }
-    at_end[ctx.rank] = ctx.engine.resource_usage();
-  });
+  CountMismatchRun run;
+  run.setup.transport = provider;
+  auto failures = run_count_mismatch_then_exact_calls(&run);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
-  EXPECT_GT(after_mismatch[0].retired_bytes_held, 0u) << "rank 0 retired nothing";
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(at_end[r].retired_bytes_held, 0u) << "rank " << r << " still holds retired memory";
+  EXPECT_GT(run.after_mismatch[0].retired_bytes_held, 0u) << "rank 0 retired nothing";
+  for (int r = 0; r < CountMismatchRun::kRanks; ++r) {
+    EXPECT_EQ(run.at_end[r].retired_bytes_held, 0u)
+        << "rank " << r << " still holds retired memory";
+  }
 }
 
 TEST(StaleClearToSend, AnsweredSoThatARetiredReceiveIsFreedOverTcp) {
