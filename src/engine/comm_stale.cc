@@ -70,7 +70,7 @@ Status finish(Transport* t, StaleOpPtr& op, std::chrono::milliseconds patience,
   t->cancel(op.get());
   Status st = progress_until(t, op.get(), std::chrono::steady_clock::now() + bound);
   if (st.is_ok() && op->done) return Status::ok();
-  if (op->registered) op->registered = false;  // the provider may still use it: kept open
+  op->registered = false;  // the provider may still use it: kept open
   keep_alive(std::move(op));
   return st.is_ok()
              ? Status(Code::kTimeout, "the provider kept an operation it was asked to cancel")
@@ -150,7 +150,6 @@ bool Comm::answer_stale(const void* message, size_t bytes) {
   Status st = t->answer_stale(message, bytes, peers_, answer.get());
   if (st.code() == Code::kUnsupported) return false;
   if (st.is_ok()) st = finish(t, answer, timeout, timeout);
-  if (st.is_ok() && answer->cancel_asked) st = Status(Code::kTimeout, "not sent in time");
   if (st.is_ok()) st = answer->status;
   if (!st.is_ok()) {
     EFACOLL_WARN(kNet, "communicator %u: a clear-to-send a failed call left was not answered: %s",
