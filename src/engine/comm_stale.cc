@@ -58,18 +58,19 @@ Status progress_until(Transport* t, StaleOp* op, std::chrono::steady_clock::time
   return Status::ok();
 }
 
-// Waits `patience` for the operation; one still posted then is canceled and waited for until
-// the provider gives it back (having maybe completed it after all: cancel_asked tells). One it
-// never gives back within `bound` is left to it, kept alive, and `op` is then empty.
-Status finish(Transport* t, StaleOpPtr& op, std::chrono::milliseconds patience,
-              std::chrono::milliseconds bound) {
-  const auto start = std::chrono::steady_clock::now();
-  EFACOLL_RETURN_IF_ERROR(progress_until(t, op.get(), start + patience));
-  if (op->done) return Status::ok();
-  op->cancel_asked = true;
-  t->cancel(op.get());
-  Status st = progress_until(t, op.get(), std::chrono::steady_clock::now() + bound);
+// Waits `timeout` for the operation; one still posted then is canceled and waited for as long
+// again, until the provider gives it back (having maybe completed it after all: cancel_asked
+// tells). One it never gives back, or one whose progress failed, is left to it, kept alive,
+// and `op` is then empty.
+Status finish(Transport* t, StaleOpPtr& op, std::chrono::milliseconds timeout) {
+  Status st = progress_until(t, op.get(), std::chrono::steady_clock::now() + timeout);
   if (st.is_ok() && op->done) return Status::ok();
+  if (st.is_ok()) {
+    op->cancel_asked = true;
+    t->cancel(op.get());
+    st = progress_until(t, op.get(), std::chrono::steady_clock::now() + timeout);
+    if (st.is_ok() && op->done) return Status::ok();
+  }
   op->registered = false;  // the provider may still use it: kept open
   keep_alive(std::move(op));
   return st.is_ok()
@@ -89,7 +90,7 @@ Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
   const TransportInfo& info = t->info();
   auto look = std::make_unique<StaleOp>();
   EFACOLL_RETURN_IF_ERROR(t->peek(peer, tag, kSignatureMask | kMaxMsgIdInTag, look.get()));
-  EFACOLL_RETURN_IF_ERROR(finish(t, look, timeout, timeout));
+  EFACOLL_RETURN_IF_ERROR(finish(t, look, timeout));
   if (look->cancel_asked) return Status(Code::kTimeout, "the provider did not end a look");
   if (look->status.code() == Code::kAgain) return Status::ok();  // none left
   EFACOLL_RETURN_IF_ERROR(look->status);
@@ -109,7 +110,7 @@ Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
   }
   Status st = t->recv(peer, take->buffer.data(), look->bytes, look->tag,
                       take->registered ? &take->region : nullptr, take.get());
-  if (st.is_ok()) st = finish(t, take, timeout, timeout);
+  if (st.is_ok()) st = finish(t, take, timeout);
   if (!take) return st;  // left to the provider
   release(t, take.get());
   EFACOLL_RETURN_IF_ERROR(st);
@@ -149,7 +150,7 @@ bool Comm::answer_stale(const void* message, size_t bytes) {
   auto answer = std::make_unique<StaleOp>();
   Status st = t->answer_stale(message, bytes, peers_, answer.get());
   if (st.code() == Code::kUnsupported) return false;
-  if (st.is_ok()) st = finish(t, answer, timeout, timeout);
+  if (st.is_ok()) st = finish(t, answer, timeout);
   if (st.is_ok()) st = answer->status;
   if (!st.is_ok()) {
     EFACOLL_WARN(kNet, "communicator %u: a clear-to-send a failed call left was not answered: %s",

@@ -22,11 +22,15 @@ namespace {
 
 // A provider whose first look once armed never ends by itself: canceled, it is given back only
 // after three more progresses. Counts the sends and receives posted while it still holds it.
+// With `fail_progress`, the first progress while it holds the look fails instead, and the look
+// is given back three progresses later, canceled or not.
 class SlowLook : public ForwardingTransport {
  public:
   struct Seen {
     std::atomic<bool> armed{false};
+    bool fail_progress = false;
     int canceled = 0;
+    int progress_failed = 0;
     int posted_while_held = 0;
     int given_back = 0;
   };
@@ -56,6 +60,15 @@ class SlowLook : public ForwardingTransport {
     ForwardingTransport::cancel(c);
   }
   Status progress(int* completed) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (held_ != nullptr && seen_->fail_progress && seen_->progress_failed == 0) {
+        ++seen_->progress_failed;
+        progresses_left_ = 3;
+        *completed = 0;
+        return Status(Code::kFabric, "progress failed (injected)");
+      }
+    }
     Status st = ForwardingTransport::progress(completed);
     Completion* back = nullptr;
     {
@@ -101,26 +114,45 @@ class SlowLook : public ForwardingTransport {
 
 // The count mismatch of count_mismatch_run.h: the drop at the start of call 32 makes rank 1's
 // first look after call 31 (peer watches look too, during a call's waits).
-TEST(StaleDrop, ALookHeldPastTheTimeoutIsGivenBackBeforeTheDropGoesOn) {
-  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+CountMismatchRun slow_look_run(SlowLook::Seen* seen) {
   CountMismatchRun run;
   run.setup.transport = "tcp";
   run.setup.adjust = [](int rank, EngineConfig* config) {
     if (rank == 1) config->timeout = std::chrono::milliseconds(2000);
   };
-  SlowLook::Seen seen;
-  run.setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+  run.setup.wrap = [seen](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
     if (rank != 1) return t;
-    return std::make_unique<SlowLook>(std::move(t), &seen);
+    return std::make_unique<SlowLook>(std::move(t), seen);
   };
-  run.after_call = [&](int rank, int call) {
-    if (rank == 1 && call == 31) seen.armed = true;
+  run.after_call = [seen](int rank, int call) {
+    if (rank == 1 && call == 31) seen->armed = true;
   };
+  return run;
+}
+
+TEST(StaleDrop, ALookHeldPastTheTimeoutIsGivenBackBeforeTheDropGoesOn) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  SlowLook::Seen seen;
+  CountMismatchRun run = slow_look_run(&seen);
   auto failures = run_count_mismatch_then_exact_calls(&run);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
   EXPECT_EQ(seen.canceled, 1) << "the drop did not wait out its look and cancel it";
   EXPECT_EQ(seen.given_back, 1);
   EXPECT_EQ(seen.posted_while_held, 0) << "traffic went out while the canceled look was held";
+}
+
+// The drop gives up at the failed progress; the look it leaves posted must outlive it (a drop
+// that freed it there: SIGSEGV when the look came back, tried).
+TEST(StaleDrop, ALookLeftPostedByAFailedProgressIsKeptAliveForTheProvider) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  SlowLook::Seen seen;
+  seen.fail_progress = true;
+  CountMismatchRun run = slow_look_run(&seen);
+  auto failures = run_count_mismatch_then_exact_calls(&run);
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_EQ(seen.progress_failed, 1);
+  EXPECT_EQ(seen.canceled, 0) << "the drop went on after its progress failed";
+  EXPECT_EQ(seen.given_back, 1) << "the look was never given back";
 }
 
 }  // namespace
