@@ -20,12 +20,16 @@ Status Comm::calibrate_algorithms() {
   // Every power of two: on tcp the time of a pattern jumps between neighbouring sizes (messages
   // past the eager limit wait for the receiver to be scheduled), which a geometric blend of
   // points four times apart misses by up to 1.8x.
-  static constexpr size_t kSizes[] = {8 << 10,   16 << 10,  32 << 10, 64 << 10,
-                                      128 << 10, 256 << 10, 512 << 10};
+  // 1 and 2 MiB: there the ring starts to cut its blocks into chunks, an overlap the points
+  // below cannot price (4 ranks, a quiet 16-core host: a 1 MiB reduce-scatter ring in 64 KiB
+  // chunks ran 1.2-1.7x its prediction on tcp, recursive halving 0.75-1.0x, and the ring, the
+  // pick, was 1.15-1.20x slower in every run).
+  static constexpr size_t kSizes[] = {8 << 10,   16 << 10,  32 << 10, 64 << 10, 128 << 10,
+                                      256 << 10, 512 << 10, 1 << 20,  2 << 20};
   // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
   // stretch of the machine then falls on all of them alike, and a median over 15 repeats
-  // outlasts it.
-  constexpr int kRepeats = 15;
+  // outlasts it (7 from 1 MiB, where a call lasts a millisecond or more).
+  auto repeats_at = [](size_t bytes) { return bytes < (1 << 20) ? 15 : 7; };
   const size_t most = kSizes[std::size(kSizes) - 1];
   std::vector<float> send(most / sizeof(float), 1.f), recv(send.size());
   std::vector<size_t> counts(size_);
@@ -58,10 +62,10 @@ Status Comm::calibrate_algorithms() {
       // ranks share cores: at 16 KiB the ratio of two algorithms' medians then ranged 0.5-2.1
       // over runs. Sized by the prediction instead (3 calls of tcp's 300 us), tcp's small
       // allgathers missed the fastest algorithm again (12 of 240 points against 7).
-      const int batch = bytes <= (64 << 10) ? 10 : 3;
+      const int batch = bytes <= (64 << 10) ? 10 : bytes < (1 << 20) ? 3 : 2;
       std::vector<std::vector<double>> t(algos.size());
       std::vector<double> predicted(algos.size());
-      for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
+      for (int rep = -1; rep < repeats_at(bytes) && st.is_ok(); ++rep) {  // -1: a warm-up
         for (size_t i = 0; i < algos.size() && st.is_ok(); ++i) {
           engine_->config_.algo = AlgoOverrides();
           engine_->config_.algo.for_kind(kind) = algos[i];
@@ -79,7 +83,7 @@ Status Comm::calibrate_algorithms() {
       for (size_t i = 0; i < algos.size(); ++i) {
         std::sort(t[i].begin(), t[i].end());
         points.push_back({kind, algos[i], bytes});
-        // The median of 15 interleaved repeats, the statistic the benchmarks judge by. The
+        // The median of the interleaved repeats, the statistic the benchmarks judge by. The
         // second fastest of 7 (taken against slow stretches of tcp on a loaded host) favoured
         // algorithms whose times spread widely: the tree's fast outliers made it the pick for
         // a 32 KiB allreduce on tcp that the ring ran 1.12-1.33x faster in every run.
