@@ -23,12 +23,14 @@ namespace {
 // A provider whose first look once armed never ends by itself: canceled, it is given back only
 // after three more progresses. Counts the sends and receives posted while it still holds it.
 // With `fail_progress`, the first progress while it holds the look fails instead, and the look
-// is given back three progresses later, canceled or not.
+// is given back three progresses later, canceled or not. With `ends_at_cancel`, the cancel
+// comes as the look ends: it is posted for real then and completes with what it finds.
 class SlowLook : public ForwardingTransport {
  public:
   struct Seen {
     std::atomic<bool> armed{false};
     bool fail_progress = false;
+    bool ends_at_cancel = false;
     int canceled = 0;
     int progress_failed = 0;
     int posted_while_held = 0;
@@ -43,21 +45,31 @@ class SlowLook : public ForwardingTransport {
       if (seen_->armed.load() && !looked_) {
         looked_ = true;
         held_ = c;
+        held_peer_ = peer;
+        held_tag_ = tag;
+        held_ignore_ = ignore;
         return Status::ok();
       }
     }
     return ForwardingTransport::peek(peer, tag, ignore, c);
   }
   void cancel(Completion* c) override {
+    bool held = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (c == held_) {
+        held = true;
         ++seen_->canceled;
-        progresses_left_ = 3;
-        return;
+        if (!seen_->ends_at_cancel) {
+          progresses_left_ = 3;
+          return;
+        }
+        held_ = nullptr;  // posted below: the provider has it now
       }
     }
-    ForwardingTransport::cancel(c);
+    if (!held) return ForwardingTransport::cancel(c);
+    Status st = ForwardingTransport::peek(held_peer_, held_tag_, held_ignore_, c);
+    if (!st.is_ok()) c->fn(c, st, 0);
   }
   Status progress(int* completed) override {
     {
@@ -109,6 +121,8 @@ class SlowLook : public ForwardingTransport {
   mutable std::mutex mutex_;
   bool looked_ = false;
   Completion* held_ = nullptr;
+  PeerAddr held_peer_{};
+  uint64_t held_tag_ = 0, held_ignore_ = 0;
   int progresses_left_ = 0;
 };
 
@@ -153,6 +167,22 @@ TEST(StaleDrop, ALookLeftPostedByAFailedProgressIsKeptAliveForTheProvider) {
   EXPECT_EQ(seen.progress_failed, 1);
   EXPECT_EQ(seen.canceled, 0) << "the drop went on after its progress failed";
   EXPECT_EQ(seen.given_back, 1) << "the look was never given back";
+}
+
+// The cancel comes as the look ends, and the look finds a message: the drop goes on with it
+// (it took such a look for a timeout, and left the failed call's clear-to-sends unanswered:
+// rank 0 still held 64 KiB retired 40 calls on).
+TEST(StaleDrop, ALookThatEndsAsItIsCanceledStillCounts) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  SlowLook::Seen seen;
+  seen.ends_at_cancel = true;
+  CountMismatchRun run = slow_look_run(&seen);
+  auto failures = run_count_mismatch_then_exact_calls(&run);
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_EQ(seen.canceled, 1) << "the drop did not wait out its look and cancel it";
+  EXPECT_GT(run.after_mismatch[0].retired_bytes_held, 0u) << "rank 0 retired nothing";
+  EXPECT_EQ(run.at_end[0].retired_bytes_held, 0u)
+      << "rank 1's drop stopped at its look: rank 0's clear-to-sends were never answered";
 }
 
 }  // namespace
