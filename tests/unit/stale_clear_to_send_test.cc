@@ -144,7 +144,12 @@ TEST(StaleClearToSend, AnsweredSoThatARetiredReceiveIsFreedOverTcp) {
   expect_retired_memory_freed_after_a_count_mismatch("tcp");
 }
 
-TEST(StaleClearToSend, AnsweredSoThatARetiredReceiveIsFreedOverUdp) {
+// In the long suite only (tests/CMakeLists.txt: *Long.*): the count mismatch this starts with
+// meets udp;ofi_rxd 1.17's rare failure under such traffic (mismatch_test.cc): a fi_cq_read that
+// never returns during the failed call, and the watchdog's abort. 2 of 30 runs here, alone on
+// the machine, and one CI rehearsal (2026-12-03); the exchange of answers itself is covered on
+// udp by StaleClearToSendPair.
+TEST(StaleClearToSendLong, AnsweredSoThatARetiredReceiveIsFreedOverUdp) {
   expect_retired_memory_freed_after_a_count_mismatch("udp");
 }
 
