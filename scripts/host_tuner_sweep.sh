@@ -23,7 +23,8 @@ for run in $(seq 1 "${RUNS:-3}"); do
         -np "${NP:-4}" -x LD_PRELOAD="$BUILD/lib/libefacoll.so" -x EFACOLL_PROVIDER="$p" \
         -x EFACOLL_TUNE=calibrate -x EFACOLL_HOST_BUFFERS=1 \
         -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,vader,tcp \
-        "$BUILD/bin/tuner_bench" -c "$c" -b "$b" -e "${MAX_BYTES:-268435456}" -f 4 -r "${REPEATS:-7}" -t 2 \
+        "$BUILD/bin/tuner_bench" -c "$c" -b "$b" -e "${MAX_BYTES:-268435456}" -f 4 \
+        -r "${REPEATS:-7}" -t 2 \
         >"$OUT/run${run}_${p}_$c.md" 2>&1
       rc=$?
       [[ $rc -eq 0 ]] || status=1

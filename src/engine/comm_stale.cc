@@ -78,6 +78,13 @@ Status finish(Transport* t, StaleOpPtr& op, std::chrono::milliseconds timeout) {
              : st;
 }
 
+// What a finished look or take found. One that failed after its cancel was asked ran out of
+// time; one that ended as its cancel came counts by what it found, as one that ended in time.
+Status outcome(const StaleOp& op, const char* late) {
+  if (!op.status.is_ok() && op.cancel_asked) return Status(Code::kTimeout, late);
+  return op.status;
+}
+
 void release(Transport* t, StaleOp* op) {
   if (op->registered) t->deregister_memory(&op->region);
   op->registered = false;
@@ -91,11 +98,8 @@ Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
   auto look = std::make_unique<StaleOp>();
   EFACOLL_RETURN_IF_ERROR(t->peek(peer, tag, kSignatureMask | kMaxMsgIdInTag, look.get()));
   EFACOLL_RETURN_IF_ERROR(finish(t, look, timeout));
-  // One that ended as its cancel came counts by what it found, as one that ended in time.
   if (look->status.code() == Code::kAgain) return Status::ok();  // none left
-  if (!look->status.is_ok() && look->cancel_asked)
-    return Status(Code::kTimeout, "the provider did not end a look in time");
-  EFACOLL_RETURN_IF_ERROR(look->status);
+  EFACOLL_RETURN_IF_ERROR(outcome(*look, "the provider did not end a look in time"));
   // Above the one-sided threshold a receive would ask for the data instead of taking it.
   if (info.rdma && look->bytes >= info.rdma_threshold) {
     return Status(Code::kInternal, "a message of " + std::to_string(look->bytes) +
@@ -116,9 +120,7 @@ Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
   if (!take) return st;  // left to the provider
   release(t, take.get());
   EFACOLL_RETURN_IF_ERROR(st);
-  if (!take->status.is_ok() && take->cancel_asked)
-    return Status(Code::kTimeout, "a message the look showed never came");
-  EFACOLL_RETURN_IF_ERROR(take->status);
+  EFACOLL_RETURN_IF_ERROR(outcome(*take, "a message the look showed never came"));
   *taken = std::move(take);
   return Status::ok();
 }

@@ -126,29 +126,29 @@ class SlowLook : public ForwardingTransport {
   int progresses_left_ = 0;
 };
 
-// The count mismatch of count_mismatch_run.h: the drop at the start of call 32 makes rank 1's
-// first look after call 31 (peer watches look too, during a call's waits).
-CountMismatchRun slow_look_run(SlowLook::Seen* seen) {
-  CountMismatchRun run;
-  run.setup.transport = "tcp";
-  run.setup.adjust = [](int rank, EngineConfig* config) {
+// The count mismatch of count_mismatch_run.h over tcp, rank 1's provider a SlowLook: the drop at
+// the start of call 32 makes rank 1's first look after call 31 (peer watches look too, during a
+// call's waits). Returns every failure the ranks reported.
+std::vector<std::string> run_with_slow_look(SlowLook::Seen* seen, CountMismatchRun* run) {
+  run->setup.transport = "tcp";
+  run->setup.adjust = [](int rank, EngineConfig* config) {
     if (rank == 1) config->timeout = std::chrono::milliseconds(2000);
   };
-  run.setup.wrap = [seen](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+  run->setup.wrap = [seen](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
     if (rank != 1) return t;
     return std::make_unique<SlowLook>(std::move(t), seen);
   };
-  run.after_call = [seen](int rank, int call) {
+  run->after_call = [seen](int rank, int call) {
     if (rank == 1 && call == 31) seen->armed = true;
   };
-  return run;
+  return run_count_mismatch_then_exact_calls(run);
 }
 
 TEST(StaleDrop, ALookHeldPastTheTimeoutIsGivenBackBeforeTheDropGoesOn) {
   if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
   SlowLook::Seen seen;
-  CountMismatchRun run = slow_look_run(&seen);
-  auto failures = run_count_mismatch_then_exact_calls(&run);
+  CountMismatchRun run;
+  auto failures = run_with_slow_look(&seen, &run);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
   EXPECT_EQ(seen.canceled, 1) << "the drop did not wait out its look and cancel it";
   EXPECT_EQ(seen.given_back, 1);
@@ -161,8 +161,8 @@ TEST(StaleDrop, ALookLeftPostedByAFailedProgressIsKeptAliveForTheProvider) {
   if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
   SlowLook::Seen seen;
   seen.fail_progress = true;
-  CountMismatchRun run = slow_look_run(&seen);
-  auto failures = run_count_mismatch_then_exact_calls(&run);
+  CountMismatchRun run;
+  auto failures = run_with_slow_look(&seen, &run);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
   EXPECT_EQ(seen.progress_failed, 1);
   EXPECT_EQ(seen.canceled, 0) << "the drop went on after its progress failed";
@@ -176,8 +176,8 @@ TEST(StaleDrop, ALookThatEndsAsItIsCanceledStillCounts) {
   if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
   SlowLook::Seen seen;
   seen.ends_at_cancel = true;
-  CountMismatchRun run = slow_look_run(&seen);
-  auto failures = run_count_mismatch_then_exact_calls(&run);
+  CountMismatchRun run;
+  auto failures = run_with_slow_look(&seen, &run);
   EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
   EXPECT_EQ(seen.canceled, 1) << "the drop did not wait out its look and cancel it";
   EXPECT_GT(run.after_mismatch[0].retired_bytes_held, 0u) << "rank 0 retired nothing";
