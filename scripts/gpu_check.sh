@@ -31,12 +31,21 @@
 #              run each candidate in turn, every result checked
 #   trials-hier-tcp  the same on 4 ranks as 2 nodes of 2 (the hierarchical allreduce among
 #              the candidates)
+#   soak-shm   efacoll_soak_test --memory gpu, NP ranks, shm: random collectives, sizes, types,
+#              ops, in place or not, on device and managed memory (a host buffer now and then),
+#              communicators created and freed during the run, each against PMPI on the host;
+#              GPU memory in use and resident memory bounded, a 4-entry MR cache
+#   soak-hier-tcp  the same on 4 ranks as 2 nodes of 2, tcp
+#   threads-tcp  efacoll_threads_test --memory gpu: MPI_THREAD_MULTIPLE, 4 threads per rank on
+#              their own communicators (and copies made and freed), random calls on GPU memory
+#   threads-shm  the same on shm
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 #   fortran    efacoll_mpi_fortran_test, NP ranks, tcp, EFACOLL_HOST_BUFFERS=1: Fortran callers
 #              (use mpi, use mpi_f08), GPU buffers among them
 # Environment: NP (ranks, default 2), STEPS, STEP_TIMEOUT (seconds per step, default 300),
 # TOTAL_TIMEOUT (seconds for the whole run, default 560: steps that would start later are not
-# run), MPI_TEST_ARGS (extra arguments for efacoll_mpi_gpu_tests, e.g. --verbose),
+# run), MPI_TEST_ARGS (extra arguments for efacoll_mpi_gpu_tests, e.g. --verbose), SOAK_CALLS
+# (the soak steps' collectives, default 3000),
 # EFACOLL_TIMEOUT (efacoll's own deadline inside the tests, default 120), OUT (when set, the
 # log goes to $OUT/gpu_check.log and each step's output to $OUT/gpu_check/<step>.log).
 # A step that prints "SKIP: no GPU" FAILS: this script only runs where GPUs are.
@@ -73,6 +82,8 @@ LIB="$BUILD/lib/libefacoll.so"
 UNIT="$BUILD/bin/efacoll_gpu_unit_tests"
 MPITEST="$BUILD/bin/efacoll_mpi_gpu_tests"
 FORTRANTEST="$BUILD/bin/efacoll_mpi_fortran_test"
+SOAKTEST="$BUILD/bin/efacoll_soak_test"
+THREADSTEST="$BUILD/bin/efacoll_threads_test"
 CUPY_SCRIPT="$REPO/tests/gpu/cupy_allreduce.py"
 START=$SECONDS
 declare -a RESULT_STEP=() RESULT_STATUS=() RESULT_TIME=() RESULT_NOTE=() MPIRUN_CMD=()
@@ -106,13 +117,17 @@ need_files() {  # need_files FILE...: "" or what is missing
 }
 
 # Checks common to every step's output; prints the reason for failing, or nothing.
-output_problem() {  # output_problem LOGFILE KIND   KIND: plain | gtest | mpi
+output_problem() {  # output_problem LOGFILE KIND   KIND: plain | gtest | mpi | result
   local log="$1" kind="$2" line failed
   if grep -q "SKIP: no GPU" "$log"; then
     echo "printed \"$(grep -m1 "SKIP: no GPU" "$log")\" on a GPU machine"
     return
   fi
   case "$kind" in
+    result)
+      grep -q '^RESULT .*: passed$' "$log" ||
+        echo "no passing RESULT line; first: $(grep -m1 -E '^FAIL' "$log" | cut -c1-300)"
+      ;;
     gtest)
       if grep -q '^\[  SKIPPED \]' "$log"; then
         echo "$(grep -m1 -E '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -oE '[0-9]+ tests?')" \
@@ -258,6 +273,30 @@ mpi_step ipc-forced-shm "$NP" shm EFACOLL_ALGO=ipc --
 mpi_step trials-tcp "$NP" tcp EFACOLL_TUNE_TRIALS=2 EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0 --
 mpi_step trials-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_TUNE_TRIALS=2 --
 
+result_step() {  # result_step NAME NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS...
+  local name="$1" np="$2" provider="$3" missing arg prev="" program=""
+  shift 3
+  selected "$name" || return 0
+  for arg in "$@"; do  # the program: the word after --
+    [[ "$prev" == -- ]] && program="$arg" && break
+    prev="$arg"
+  done
+  missing="$(need_files "$LIB" "$program")"
+  if [[ -n "$missing" ]]; then
+    echo; echo "==================== $name ===================="
+    record "$name" FAIL 0 "$missing"
+    return 0
+  fi
+  mpirun_cmd "$np" "$provider" "$@"
+  run_step "$name" result "${MPIRUN_CMD[@]}"
+}
+
+SOAK=("$SOAKTEST" --memory gpu --calls "${SOAK_CALLS:-3000}" --report-every 500)
+result_step soak-shm "$NP" shm EFACOLL_MR_CACHE_ENTRIES=4 -- "${SOAK[@]}"
+result_step soak-hier-tcp 4 tcp EFACOLL_MR_CACHE_ENTRIES=4 EFACOLL_NODE_SIZE=2 -- "${SOAK[@]}"
+result_step threads-tcp "$NP" tcp -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
+result_step threads-shm "$NP" shm -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
+
 if selected cupy; then
   missing="$(need_files "$LIB" "$CUPY_SCRIPT")"
   python="$(command -v python3 || true)"
@@ -293,7 +332,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp cupy fortran)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm cupy fortran)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

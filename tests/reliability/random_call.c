@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_memory.h"
+
 static const char* const kKindNames[RK_KINDS] = {"allreduce", "allgather", "reduce_scatter",
                                                  "reduce_scatter_block"};
 
@@ -21,6 +23,7 @@ void rk_draw(uint64_t h, int comm_size, size_t max_bytes, rk_call* c) {
   } while (!pair_allowed(c->type, c->op));
   c->inplace = (h >> 40) % 3 == 0;
   c->seed = tu_hash(h, 4, 0);
+  c->send_memory = c->recv_memory = RK_HOST;
 
   r = tu_hash(h, 3, 0);
   size_t bytes = 0;
@@ -33,9 +36,43 @@ void rk_draw(uint64_t h, int comm_size, size_t max_bytes, rk_call* c) {
   c->count = (int)elems;
 }
 
+int rk_gpu_ready(void) {
+  MPI_Comm node;
+  int rank = 0, local = 0, mine, all = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  char why[256] = "";
+  mine = gm_open(local, why, sizeof(why)) == 0;
+  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!mine) printf("SKIP: no GPU (rank %d: %s)\n", rank, why);
+  fflush(stdout);
+  return all;
+}
+
+static rk_memory gpu_memory_of(uint64_t r) {
+  return r % 8 < 5 ? RK_DEVICE : r % 8 < 7 ? RK_MANAGED : RK_HOST;
+}
+
+void rk_draw_gpu_memory(uint64_t h, rk_call* c) {
+  const uint64_t r = tu_hash(h, 5, 0);
+  c->send_memory = gpu_memory_of(r);
+  c->recv_memory = gpu_memory_of(r >> 8);
+  if (c->recv_memory == RK_HOST && (c->inplace || c->send_memory == RK_HOST))
+    c->recv_memory = RK_DEVICE;
+}
+
 void rk_describe(const rk_call* c, char* out, size_t n) {
-  snprintf(out, n, "%s %s %s count %d%s", kKindNames[c->kind], c->type->name,
-           c->kind == RK_ALLGATHER ? "-" : c->op->name, c->count, c->inplace ? " in place" : "");
+  static const char* const memory[RK_MEMORY_KINDS] = {"host", "device", "managed"};
+  char where[64] = "";
+  if (c->send_memory != RK_HOST || c->recv_memory != RK_HOST) {
+    snprintf(where, sizeof(where), ", %s%s%s memory", c->inplace ? "" : memory[c->send_memory],
+             c->inplace ? "" : " -> ", memory[c->recv_memory]);
+  }
+  snprintf(out, n, "%s %s %s count %d%s%s", kKindNames[c->kind], c->type->name,
+           c->kind == RK_ALLGATHER ? "-" : c->op->name, c->count, c->inplace ? " in place" : "",
+           where);
 }
 
 /* Where a call's data lives, in elements. */
@@ -100,6 +137,21 @@ static unsigned char* alloc(size_t bytes) {
   return p;
 }
 
+/* MPI_X's buffer: the host one itself, or a GPU copy of it. */
+static void* place(rk_memory memory, void* host, size_t bytes) {
+  if (memory == RK_HOST) return host;
+  void* p = gm_alloc(bytes, memory == RK_MANAGED);
+  gm_copy(p, host, bytes);
+  return p;
+}
+
+/* The GPU copy's content back into the host buffer, where the checks read it. */
+static void bring_back(rk_memory memory, void* host, void* placed, size_t bytes) {
+  if (memory == RK_HOST) return;
+  gm_copy(host, placed, bytes);
+  gm_free(placed);
+}
+
 int rk_run(const rk_call* c, MPI_Comm comm, char* why, size_t n) {
   int rank = 0, size = 0;
   PMPI_Comm_rank(comm, &rank);
@@ -118,19 +170,23 @@ int rk_run(const rk_call* c, MPI_Comm comm, char* why, size_t n) {
   unsigned char* want = alloc(e.buf * tsize);
   memset(got, TU_SENTINEL, e.buf * tsize);
   memset(want, TU_SENTINEL, e.buf * tsize);
-  const void* send_arg = send;
   const void* send_ref = input;
   if (c->inplace) {
-    send_arg = send_ref = MPI_IN_PLACE;
+    send_ref = MPI_IN_PLACE;
     const size_t at = c->kind == RK_ALLGATHER ? (size_t)rank * e.send * tsize : 0;
     memcpy(got + at, input, e.send * tsize);
     memcpy(want + at, input, e.send * tsize);
   }
 
-  int rc = call(0, c, send_arg, got, counts, comm);
+  const rk_memory send_memory = c->inplace ? RK_HOST : c->send_memory; /* unused in place */
+  void* send_placed = place(send_memory, send, e.send * tsize);
+  void* got_placed = place(c->recv_memory, got, e.buf * tsize);
+  int rc = call(0, c, c->inplace ? MPI_IN_PLACE : send_placed, got_placed, counts, comm);
+  bring_back(send_memory, send, send_placed, e.send * tsize);
+  bring_back(c->recv_memory, got, got_placed, e.buf * tsize);
   int rc_ref = call(1, c, send_ref, want, counts, comm);
   int outcome = RK_OK;
-  char what[128];
+  char what[192];
   rk_describe(c, what, sizeof(what));
   if (rc != MPI_SUCCESS || rc_ref != MPI_SUCCESS) {
     char text[MPI_MAX_ERROR_STRING] = "";

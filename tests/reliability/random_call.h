@@ -1,6 +1,7 @@
 /* One random collective made through MPI_X (efacoll, when preloaded) and PMPI_X on the same
  * inputs, the results compared. No global state: threads call it at once on their own
- * communicators. Shared by the soak, threads and fork tests. */
+ * communicators. Shared by the soak, threads and fork tests. The PMPI_X reference always runs
+ * on host memory; MPI_X's buffers may be on the GPU (gpu_memory.h). */
 #ifndef EFACOLL_RANDOM_CALL_H
 #define EFACOLL_RANDOM_CALL_H
 
@@ -18,6 +19,9 @@ typedef enum {
   RK_KINDS
 } rk_kind;
 
+/* Where MPI_X's send or receive buffer lives. */
+typedef enum { RK_HOST, RK_DEVICE, RK_MANAGED, RK_MEMORY_KINDS } rk_memory;
+
 typedef struct {
   rk_kind kind;
   const test_type* type;
@@ -27,11 +31,18 @@ typedef struct {
   int count;
   int inplace;
   uint64_t seed; /* the data */
+  rk_memory send_memory, recv_memory;
 } rk_call;
 
 /* The call drawn from h: members of a communicator passing the same h and size draw the same.
  * Its largest buffer spans 0 ... max_bytes, log-uniformly, with an empty call now and then. */
 void rk_draw(uint64_t h, int comm_size, size_t max_bytes, rk_call* call);
+/* gm_open (gpu_memory.h) on every rank of MPI_COMM_WORLD, each on its node's GPU local rank %
+ * GPUs: 1 where all have one; else 0, and each rank without one prints why ("SKIP: no GPU"). */
+int rk_gpu_ready(void);
+/* Draws where the buffers live from h, GPU memory mostly: device memory, managed memory, and
+ * host memory for one of them now and then (after rk_gpu_ready). */
+void rk_draw_gpu_memory(uint64_t h, rk_call* call);
 void rk_describe(const rk_call* call, char* out, size_t n);
 
 enum { RK_OK = 0, RK_MISMATCH = 1, RK_ERROR = 2 };

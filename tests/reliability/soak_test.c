@@ -4,13 +4,20 @@
  * end, rank 0 prints calls, mismatches, errors, resident memory (the largest rank's) and
  * efacoll's MR cache and communicators.
  *
+ * With --memory gpu, efacoll's buffers are on the GPU (local rank % GPUs): device or managed
+ * memory, one of the two on the host now and then (PMPI's reference stays on the host), and the
+ * GPU's memory in use is reported and bounded like resident memory; without a GPU it prints
+ * "SKIP: no GPU (why)" and exits 77.
+ *
  * Fails (exit 1) on any mismatch or error; when resident memory after the first tenth of the
- * run grows past --rss-factor x its value then + --rss-slack-mib; when the MR cache holds more
- * than its capacity; and when efacoll still holds communicators that were freed. */
+ * run grows past --rss-factor x its value then + --rss-slack-mib (GPU memory: the same factor
+ * + --gpu-slack-mib); when the MR cache holds more than its capacity; and when efacoll still
+ * holds communicators that were freed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_memory.h"
 #include "random_call.h"
 #include "resources.h"
 
@@ -24,6 +31,8 @@ typedef struct {
   double rss_factor;
   long rss_slack_mib;
   int slots;
+  int gpu;
+  long gpu_slack_mib;
 } options;
 
 static int parse(int argc, char** argv, options* o) {
@@ -34,18 +43,32 @@ static int parse(int argc, char** argv, options* o) {
   o->rss_factor = 1.5;
   o->rss_slack_mib = 64;
   o->slots = 6;
+  o->gpu = 0;
+  o->gpu_slack_mib = 256;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return 0;
-    if (!strcmp(a, "--calls")) o->calls = atol(v);
-    else if (!strcmp(a, "--max-bytes")) o->max_bytes = (size_t)atoll(v);
-    else if (!strcmp(a, "--seed")) o->seed = (uint64_t)atoll(v);
-    else if (!strcmp(a, "--report-every")) o->report_every = atol(v);
-    else if (!strcmp(a, "--rss-factor")) o->rss_factor = atof(v);
-    else if (!strcmp(a, "--rss-slack-mib")) o->rss_slack_mib = atol(v);
-    else if (!strcmp(a, "--slots")) o->slots = atoi(v);
-    else return 0;
+    if (!strcmp(a, "--calls"))
+      o->calls = atol(v);
+    else if (!strcmp(a, "--max-bytes"))
+      o->max_bytes = (size_t)atoll(v);
+    else if (!strcmp(a, "--seed"))
+      o->seed = (uint64_t)atoll(v);
+    else if (!strcmp(a, "--report-every"))
+      o->report_every = atol(v);
+    else if (!strcmp(a, "--rss-factor"))
+      o->rss_factor = atof(v);
+    else if (!strcmp(a, "--rss-slack-mib"))
+      o->rss_slack_mib = atol(v);
+    else if (!strcmp(a, "--slots"))
+      o->slots = atoi(v);
+    else if (!strcmp(a, "--gpu-slack-mib"))
+      o->gpu_slack_mib = atol(v);
+    else if (!strcmp(a, "--memory") && (!strcmp(v, "host") || !strcmp(v, "gpu")))
+      o->gpu = !strcmp(v, "gpu");
+    else
+      return 0;
     ++i;
   }
   if (o->report_every <= 0) o->report_every = o->calls / 10 > 0 ? o->calls / 10 : 1;
@@ -87,33 +110,61 @@ typedef struct {
   long rss_kib, peak_kib;         /* the largest rank's */
   long mr_entries, mr_bytes, mr_capacity, comms;
   long engine_calls;
+  long gpu_kib; /* GPU memory in use, the largest GPU's; -1 without --memory gpu */
 } snapshot;
 
-static snapshot take_snapshot(const rk_tally* t) {
+static snapshot take_snapshot(const rk_tally* t, int gpu) {
   efacoll_resource_usage u;
   int have = efacoll_usage(&u) == 0;
   long sums[4] = {t->calls, t->mismatches, t->errors, (long)efacoll_engine_calls()};
-  long maxes[6] = {rss_now_kib(),
+  long maxes[7] = {rss_now_kib(),
                    rss_peak_kib(),
                    have ? (long)u.mr_cache_entries : 0,
                    have ? (long)u.mr_cache_bytes : 0,
                    have ? (long)u.mr_cache_capacity : 0,
-                   have ? (long)u.communicators : 0};
-  long s[4], m[6];
+                   have ? (long)u.communicators : 0,
+                   gpu ? (long)(gm_used_bytes() / 1024) : -1};
+  long s[4], m[7];
   PMPI_Allreduce(sums, s, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  PMPI_Allreduce(maxes, m, 6, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], s[3]};
+  PMPI_Allreduce(maxes, m, 7, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], s[3], m[6]};
   return r;
 }
 
 static void print_snapshot(const char* when, long done, double secs, const snapshot* s) {
-  printf("%-6s %8ld collectives %9.1f s | calls on all ranks %ld (efacoll ran %ld), mismatches %ld, "
-         "errors %ld | VmRSS %.1f MiB, peak %.1f MiB | MR cache %ld entries (cap %ld), %.1f MiB "
-         "| efacoll comms %ld\n",
-         when, done, secs, s->calls, s->engine_calls, s->mismatches, s->errors,
-         s->rss_kib / 1024.0, s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity,
-         s->mr_bytes / 1048576.0, s->comms);
+  printf(
+      "%-6s %8ld collectives %9.1f s | calls on all ranks %ld (efacoll ran %ld), mismatches %ld, "
+      "errors %ld | VmRSS %.1f MiB, peak %.1f MiB | MR cache %ld entries (cap %ld), %.1f MiB "
+      "| efacoll comms %ld",
+      when, done, secs, s->calls, s->engine_calls, s->mismatches, s->errors, s->rss_kib / 1024.0,
+      s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity, s->mr_bytes / 1048576.0, s->comms);
+  if (s->gpu_kib >= 0) printf(" | GPU memory in use %.1f MiB", s->gpu_kib / 1024.0);
+  printf("\n");
   fflush(stdout);
+}
+
+/* Memory in use (KiB) from the first snapshot after warm-up on: the bound is on its growth. */
+typedef struct {
+  long baseline, worst;
+} growth;
+
+static void growth_see(growth* g, long kib, int warmed_up) {
+  if (warmed_up && g->baseline < 0) g->baseline = kib;
+  if (g->baseline >= 0 && kib > g->worst) g->worst = kib;
+}
+
+/* Rank 0's verdict on one kind of memory: 1 when it grew past factor x baseline + slack. */
+static int growth_failed(const char* what, const growth* g, double factor, long slack_mib,
+                         long warmup, long peak_kib) {
+  if (g->baseline < 0) return 0;
+  const long bound_kib = (long)(factor * (double)g->baseline) + slack_mib * 1024;
+  printf(
+      "%s: %.1f MiB after warm-up (%ld collectives), at most %.1f MiB later (bound %.1f MiB), "
+      "peak %.1f MiB\n",
+      what, g->baseline / 1024.0, warmup, g->worst / 1024.0, bound_kib / 1024.0, peak_kib / 1024.0);
+  if (g->worst <= bound_kib) return 0;
+  printf("FAIL: %s grew past its bound\n", what);
+  return 1;
 }
 
 int main(int argc, char** argv) {
@@ -127,10 +178,15 @@ int main(int argc, char** argv) {
     if (rank == 0)
       fprintf(stderr,
               "usage: soak_test [--calls N] [--max-bytes B] [--seed S] [--report-every K] "
-              "[--rss-factor F] [--rss-slack-mib M] [--slots 1-%d]\n",
+              "[--rss-factor F] [--rss-slack-mib M] [--slots 1-%d] [--memory host|gpu] "
+              "[--gpu-slack-mib M]\n",
               kMaxSlots);
     MPI_Finalize();
     return 2;
+  }
+  if (o.gpu && !rk_gpu_ready()) {
+    MPI_Finalize();
+    return 77;
   }
   int failed = 0;
   efacoll_resource_usage u;
@@ -139,9 +195,10 @@ int main(int argc, char** argv) {
     failed = 1;
   }
   if (rank == 0) {
-    printf("soak_test: %ld collectives, %d ranks, up to %zu bytes, seed %llu, %d communicator "
-           "slots\n",
-           o.calls, size, o.max_bytes, (unsigned long long)o.seed, o.slots);
+    printf(
+        "soak_test: %ld collectives, %d ranks, up to %zu bytes, seed %llu, %d communicator "
+        "slots\n",
+        o.calls, size, o.max_bytes, (unsigned long long)o.seed, o.slots);
     fflush(stdout);
   }
 
@@ -149,7 +206,8 @@ int main(int argc, char** argv) {
   memset(slots, 0, sizeof(slots));
   rk_tally tally = {0, 0, 0};
   long created = 0, mr_most = 0;
-  long baseline_kib = -1, worst_kib = 0;
+  growth rss = {-1, 0}, gpu = {-1, 0};
+  long gpu_peak_kib = 0;
   const long warmup = o.calls / 10;
   const double t0 = MPI_Wtime();
   char who[64];
@@ -170,14 +228,16 @@ int main(int argc, char** argv) {
       MPI_Comm_size(comm, &csize);
       rk_call c;
       rk_draw(tu_hash(h, 9, 0), csize, o.max_bytes, &c);
+      if (o.gpu) rk_draw_gpu_memory(tu_hash(h, 10, 0), &c);
       rk_run_counted(&c, comm, who, &tally, 20);
     }
 
     const long done = i + 1;
     if (done % o.report_every != 0 && done != o.calls) continue;
-    snapshot s = take_snapshot(&tally);
-    if (done >= warmup && baseline_kib < 0) baseline_kib = s.rss_kib;
-    if (baseline_kib >= 0 && s.rss_kib > worst_kib) worst_kib = s.rss_kib;
+    snapshot s = take_snapshot(&tally, o.gpu);
+    growth_see(&rss, s.rss_kib, done >= warmup);
+    if (o.gpu) growth_see(&gpu, s.gpu_kib, done >= warmup);
+    if (s.gpu_kib > gpu_peak_kib) gpu_peak_kib = s.gpu_kib;
     if (s.mr_entries > mr_most) mr_most = s.mr_entries;
     if (rank == 0) {
       print_snapshot(done == o.calls ? "end" : "after", done, MPI_Wtime() - t0, &s);
@@ -197,31 +257,33 @@ int main(int argc, char** argv) {
   for (int k = 0; k < o.slots; ++k) {
     if (slots[k].used) slot_change(&slots[k], 0, rank, size);
   }
-  snapshot end = take_snapshot(&tally);
-  const long bound_kib = (long)(o.rss_factor * (double)baseline_kib) + o.rss_slack_mib * 1024;
+  snapshot end = take_snapshot(&tally, o.gpu);
   if (rank == 0) {
     printf("communicators created and freed during the run: %ld\n", created);
-    printf("after freeing them: efacoll holds %ld communicator(s), MR cache %ld entries\n",
-           end.comms, end.mr_entries);
+    printf("after freeing them: efacoll holds %ld communicator(s), MR cache %ld entries", end.comms,
+           end.mr_entries);
+    if (o.gpu) printf(", GPU memory in use %.1f MiB", end.gpu_kib / 1024.0);
+    printf("\n");
     if (end.comms > 1) {
       printf("FAIL: efacoll still holds communicators that MPI freed\n");
       failed = 1;
     }
     if (end.mismatches || end.errors) failed = 1;
-    if (baseline_kib >= 0) {
-      printf("resident memory: %.1f MiB after warm-up (%ld collectives), at most %.1f MiB later "
-             "(bound %.1f MiB), peak %.1f MiB\n",
-             baseline_kib / 1024.0, warmup, worst_kib / 1024.0, bound_kib / 1024.0,
-             end.peak_kib / 1024.0);
-      if (worst_kib > bound_kib) {
-        printf("FAIL: resident memory grew past its bound\n");
-        failed = 1;
-      }
+    failed |=
+        growth_failed("resident memory", &rss, o.rss_factor, o.rss_slack_mib, warmup, end.peak_kib);
+    if (o.gpu) {
+      failed |= growth_failed("GPU memory in use", &gpu, o.rss_factor, o.gpu_slack_mib, warmup,
+                              gpu_peak_kib);
     }
-    printf("RESULT collectives %ld, calls on all ranks %ld, mismatches %ld (expected 0), errors %ld "
-           "(expected 0), hangs 0, peak RSS %.1f MiB, MR cache max %ld entries: %s\n",
-           o.calls, end.calls, end.mismatches, end.errors, end.peak_kib / 1024.0, mr_most,
-           failed ? "FAILED" : "passed");
+    char gpu_peak[64] = "";
+    if (o.gpu)
+      snprintf(gpu_peak, sizeof(gpu_peak), ", peak GPU memory in use %.1f MiB",
+               gpu_peak_kib / 1024.0);
+    printf(
+        "RESULT collectives %ld, calls on all ranks %ld, mismatches %ld (expected 0), errors %ld "
+        "(expected 0), hangs 0, peak RSS %.1f MiB%s, MR cache max %ld entries: %s\n",
+        o.calls, end.calls, end.mismatches, end.errors, end.peak_kib / 1024.0, gpu_peak, mr_most,
+        failed ? "FAILED" : "passed");
     fflush(stdout);
   }
   int any = 0;

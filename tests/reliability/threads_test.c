@@ -4,6 +4,11 @@
  * Every --churn calls a thread also duplicates its communicator, makes a few calls on the
  * copy and frees it, so that communicators come and go while other threads' calls run. The
  * ranks' threads run at their own paces: the ranks take the threads' calls in different orders.
+ * With --memory gpu the calls' buffers are on the GPU, as in soak_test's, and the threads take
+ * turns in one order on every rank: efacoll holds its lock through a GPU call, so GPU calls that
+ * the ranks' threads ordered differently would wait for each other until EFACOLL_TIMEOUT
+ * (docs/architecture.md, Threads). What that checks: GPU calls and communicators made from
+ * several threads, each its own CUDA context binding.
  *
  * Exit 77 (skipped) where the MPI does not provide MPI_THREAD_MULTIPLE; 1 on any mismatch,
  * error, or when efacoll does not report the thread level or did not run the calls. */
@@ -12,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_memory.h"
 #include "random_call.h"
 #include "resources.h"
 
@@ -23,6 +29,8 @@ typedef struct {
   long calls, churn;
   size_t max_bytes;
   uint64_t seed;
+  int gpu; /* GPU buffers; the threads take turns */
+  int nthreads;
   rk_tally tally;
   long churned;
 } worker;
@@ -31,15 +39,39 @@ static void run_on(worker* w, MPI_Comm comm, long i, const char* who) {
   int size = 0;
   MPI_Comm_size(comm, &size);
   rk_call c;
-  rk_draw(tu_hash(w->seed, (uint64_t)w->index, (uint64_t)i), size, w->max_bytes, &c);
+  const uint64_t h = tu_hash(w->seed, (uint64_t)w->index, (uint64_t)i);
+  rk_draw(h, size, w->max_bytes, &c);
+  if (w->gpu) rk_draw_gpu_memory(h, &c);
   rk_run_counted(&c, comm, who, &w->tally, 10);
+}
+
+/* The turns of --memory gpu: thread t's iteration i is turn i x threads + t on every rank. */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t next;
+  long turn;
+} turns = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void turn_wait(long mine) {
+  pthread_mutex_lock(&turns.lock);
+  while (turns.turn != mine) pthread_cond_wait(&turns.next, &turns.lock);
+  pthread_mutex_unlock(&turns.lock);
+}
+
+static void turn_pass(void) {
+  pthread_mutex_lock(&turns.lock);
+  turns.turn++;
+  pthread_cond_broadcast(&turns.next);
+  pthread_mutex_unlock(&turns.lock);
 }
 
 static void* thread_main(void* arg) {
   worker* w = arg;
   char who[64];
   snprintf(who, sizeof(who), "rank %d thread %d", w->rank, w->index);
+  if (w->gpu) gm_bind_thread();
   for (long i = 0; i < w->calls; ++i) {
+    if (w->gpu) turn_wait(i * w->nthreads + w->index);
     run_on(w, w->comm, i, who);
     if (w->churn > 0 && (i + 1) % w->churn == 0) {
       MPI_Comm copy;
@@ -48,15 +80,21 @@ static void* thread_main(void* arg) {
       MPI_Comm_free(&copy);
       w->churned++;
     }
+    if (w->gpu) turn_pass();
   }
   return NULL;
 }
 
-static long arg_long(int argc, char** argv, const char* name, long fallback) {
+static const char* arg_text(int argc, char** argv, const char* name, const char* fallback) {
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!strcmp(argv[i], name)) return atol(argv[i + 1]);
+    if (!strcmp(argv[i], name)) return argv[i + 1];
   }
   return fallback;
+}
+
+static long arg_long(int argc, char** argv, const char* name, long fallback) {
+  const char* text = arg_text(argc, argv, name, NULL);
+  return text ? atol(text) : fallback;
 }
 
 int main(int argc, char** argv) {
@@ -75,11 +113,18 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const int nthreads = (int)arg_long(argc, argv, "--threads", 4);
   const long calls = arg_long(argc, argv, "--calls", 250);
-  if (nthreads < 1 || nthreads > kMaxThreads || calls < 0) {
+  const char* memory = arg_text(argc, argv, "--memory", "host");
+  const int gpu = !strcmp(memory, "gpu");
+  if (nthreads < 1 || nthreads > kMaxThreads || calls < 0 || (!gpu && strcmp(memory, "host"))) {
     if (rank == 0) fprintf(stderr, "usage: threads_test [--threads 1-%d] [--calls N] "
-                                   "[--max-bytes B] [--churn K] [--seed S]\n", kMaxThreads);
+                                   "[--max-bytes B] [--churn K] [--seed S] [--memory host|gpu]\n",
+                           kMaxThreads);
     MPI_Finalize();
     return 2;
+  }
+  if (gpu && !rk_gpu_ready()) {
+    MPI_Finalize();
+    return 77;
   }
   int failed = 0;
   efacoll_resource_usage u;
@@ -89,8 +134,9 @@ int main(int argc, char** argv) {
     failed = 1;
   }
   if (rank == 0) {
-    printf("threads_test: %d ranks x %d threads x %ld calls, up to %ld bytes, efacoll %s\n", size,
-           nthreads, calls, arg_long(argc, argv, "--max-bytes", 1 << 20),
+    printf("threads_test: %d ranks x %d threads x %ld calls, up to %ld bytes, %s memory%s, "
+           "efacoll %s\n", size, nthreads, calls, arg_long(argc, argv, "--max-bytes", 1 << 20),
+           memory, gpu ? " (threads take turns)" : "",
            active ? "active (MPI_THREAD_MULTIPLE)" : "inactive");
     fflush(stdout);
   }
@@ -104,6 +150,8 @@ int main(int argc, char** argv) {
     w[t].churn = arg_long(argc, argv, "--churn", 50);
     w[t].max_bytes = (size_t)arg_long(argc, argv, "--max-bytes", 1 << 20);
     w[t].seed = (uint64_t)arg_long(argc, argv, "--seed", 1);
+    w[t].gpu = gpu;
+    w[t].nthreads = nthreads;
     MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
   }
   const unsigned long long engine_before = efacoll_engine_calls();
@@ -121,7 +169,7 @@ int main(int argc, char** argv) {
     mine[3] += w[t].churned;
     MPI_Comm_free(&w[t].comm);
   }
-  /* Every call went to efacoll: host buffers are forced (EFACOLL_HOST_BUFFERS=1). */
+  /* Every call went to efacoll: GPU buffers, or host buffers forced (EFACOLL_HOST_BUFFERS=1). */
   const unsigned long long ran = efacoll_engine_calls() - engine_before;
   if (active && ran < (unsigned long long)mine[0]) {
     printf("FAIL rank %d: efacoll ran %llu of %ld calls\n", rank, ran, mine[0]);
