@@ -39,6 +39,8 @@
 #   threads-tcp  efacoll_threads_test --memory gpu: MPI_THREAD_MULTIPLE, 4 threads per rank on
 #              their own communicators (and copies made and freed), random calls on GPU memory
 #   threads-shm  the same on shm
+#   fork-tcp   efacoll_fork_test --memory gpu: children forked after MPI_Init (exiting, exec,
+#              computing, writing registered memory) between random calls on GPU memory
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 #   fortran    efacoll_mpi_fortran_test, NP ranks, tcp, EFACOLL_HOST_BUFFERS=1: Fortran callers
 #              (use mpi, use mpi_f08), GPU buffers among them
@@ -84,6 +86,7 @@ MPITEST="$BUILD/bin/efacoll_mpi_gpu_tests"
 FORTRANTEST="$BUILD/bin/efacoll_mpi_fortran_test"
 SOAKTEST="$BUILD/bin/efacoll_soak_test"
 THREADSTEST="$BUILD/bin/efacoll_threads_test"
+FORKTEST="$BUILD/bin/efacoll_fork_test"
 CUPY_SCRIPT="$REPO/tests/gpu/cupy_allreduce.py"
 START=$SECONDS
 declare -a RESULT_STEP=() RESULT_STATUS=() RESULT_TIME=() RESULT_NOTE=() MPIRUN_CMD=()
@@ -296,6 +299,7 @@ result_step soak-shm "$NP" shm EFACOLL_MR_CACHE_ENTRIES=4 -- "${SOAK[@]}"
 result_step soak-hier-tcp 4 tcp EFACOLL_MR_CACHE_ENTRIES=4 EFACOLL_NODE_SIZE=2 -- "${SOAK[@]}"
 result_step threads-tcp "$NP" tcp -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
 result_step threads-shm "$NP" shm -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
+result_step fork-tcp "$NP" tcp -- "$FORKTEST" --memory gpu
 
 if selected cupy; then
   missing="$(need_files "$LIB" "$CUPY_SCRIPT")"
@@ -332,7 +336,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm cupy fortran)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm fork-tcp cupy fortran)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

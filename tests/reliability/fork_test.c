@@ -4,7 +4,8 @@
  * that only computes, one that writes into buffers efacoll registered for earlier calls, and
  * one that computes while the parent keeps calling; after each, the parent makes random calls
  * compared with PMPI, and the buffers the child wrote are checked for being still the parent's.
- * At the end a new communicator is made and used.
+ * At the end a new communicator is made and used. With --memory gpu the random calls' buffers
+ * are on the GPU (as in soak_test's), as in a training process whose data loaders fork.
  *
  * The children never call MPI. A child writing into registered memory may die of SIGSEGV where
  * libfabric's fork-safe mode keeps registered pages from children (kernels before 5.13): the
@@ -65,6 +66,19 @@ static void child(child_kind kind, unsigned char* persistent) {
   }
 }
 
+/* kCallsBetween random calls on comm, compared with PMPI. */
+static void calls_between(MPI_Comm comm, long* step, int gpu, const char* who, rk_tally* tally) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  for (long k = 0; k < kCallsBetween; ++k) {
+    rk_call c;
+    const uint64_t h = tu_hash(7, (uint64_t)(*step)++, 0);
+    rk_draw(h, size, 1 << 20, &c);
+    if (gpu) rk_draw_gpu_memory(h, &c);
+    rk_run_counted(&c, comm, who, tally, 20);
+  }
+}
+
 /* An allreduce on the long-lived buffer: efacoll registers it for the call. */
 static void persistent_call(unsigned char* buf, int rank, long* mismatches, long* errors) {
   static unsigned char want[kPersistent];
@@ -84,20 +98,25 @@ static void persistent_call(unsigned char* buf, int rank, long* mismatches, long
 int main(int argc, char** argv) {
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rank = 0, size = 0;
+  int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int gpu = argc == 3 && !strcmp(argv[1], "--memory") && !strcmp(argv[2], "gpu");
+  if (argc != 1 && !gpu) {
+    if (rank == 0) fprintf(stderr, "usage: fork_test [--memory gpu]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  if (gpu && !rk_gpu_ready()) {
+    MPI_Finalize();
+    return 77;
+  }
   char who[64];
   snprintf(who, sizeof(who), "rank %d", rank);
   rk_tally tally = {0, 0, 0};
   long step = 0, child_failures = 0, segv_children = 0;
   unsigned char* persistent = malloc(kPersistent);
 
-  for (long k = 0; k < kCallsBetween; ++k) {
-    rk_call c;
-    rk_draw(tu_hash(7, (uint64_t)step++, 0), size, 1 << 20, &c);
-    rk_run_counted(&c, MPI_COMM_WORLD, who, &tally, 20);
-  }
+  calls_between(MPI_COMM_WORLD, &step, gpu, who, &tally);
   for (int kind = 0; kind < CHILD_KINDS; ++kind) {
     persistent_call(persistent, rank, &tally.mismatches, &tally.errors);
     unsigned char before[64];
@@ -128,11 +147,7 @@ int main(int argc, char** argv) {
       printf("FAIL rank %d: the child's writes reached the parent's buffer\n", rank);
       child_failures++;
     }
-    for (long k = 0; k < kCallsBetween; ++k) {
-      rk_call c;
-      rk_draw(tu_hash(7, (uint64_t)step++, 0), size, 1 << 20, &c);
-      rk_run_counted(&c, MPI_COMM_WORLD, who, &tally, 20);
-    }
+    calls_between(MPI_COMM_WORLD, &step, gpu, who, &tally);
     persistent_call(persistent, rank, &tally.mismatches, &tally.errors);
     if (pid > 0) {
       int status = 0;
@@ -149,11 +164,7 @@ int main(int argc, char** argv) {
    * addresses again. */
   MPI_Comm late;
   MPI_Comm_dup(MPI_COMM_WORLD, &late);
-  for (long k = 0; k < kCallsBetween; ++k) {
-    rk_call c;
-    rk_draw(tu_hash(7, (uint64_t)step++, 0), size, 1 << 20, &c);
-    rk_run_counted(&c, late, who, &tally, 20);
-  }
+  calls_between(late, &step, gpu, who, &tally);
   MPI_Comm_free(&late);
 
   long mine[5] = {tally.calls, tally.mismatches, tally.errors, child_failures, segv_children};
