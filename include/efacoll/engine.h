@@ -36,6 +36,7 @@ enum class LlPath : uint32_t;
 class MrCache;
 class LateSends;
 class GpuRuntime;
+class IpcMappings;
 
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
@@ -191,7 +192,11 @@ class Engine {
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
   std::unique_ptr<GpuRuntime> gpu_;
-  void* stage_ = nullptr;  // pinned host slots, shared by every communicator
+  // Peers' buffers mapped through CUDA IPC, for every communicator (null without a GPU runtime);
+  // destroyed before gpu_, which closes them.
+  std::unique_ptr<IpcMappings> ipc_mappings_;
+  uint64_t process_key_ = 0;  // names this engine to its peers' IPC mappings
+  void* stage_ = nullptr;     // pinned host slots, shared by every communicator
   size_t stage_bytes_ = 0;
   uint64_t stage_id_ = 0;
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations

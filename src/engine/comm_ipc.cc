@@ -46,6 +46,7 @@ bool Comm::ipc_usable(int device) {
   ipc_ = std::make_unique<IpcState>();
   IpcState& s = *ipc_;
   s.gpu = engine_->gpu_.get();
+  s.mappings = engine_->ipc_mappings_.get();
   s.device = device;
   s.half = engine_->config_.ipc_chunk_bytes;
   const size_t ll_slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
@@ -56,6 +57,7 @@ bool Comm::ipc_usable(int device) {
   struct Blob {
     uint8_t handle[GpuRuntime::kIpcHandleBytes];
     char uuid[16];
+    uint64_t process;
     int32_t device;
     int32_t ok;
   };
@@ -70,11 +72,14 @@ bool Comm::ipc_usable(int device) {
   if (st.is_ok()) st = s.gpu->device_uuid(device, &uuid);
   std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
   mine.device = device;
+  mine.process = engine_->process_key_;
   mine.ok = st.is_ok();
   std::vector<Blob> all(size_);
   if (!host_allgather(&mine, sizeof(mine), all.data()).is_ok()) return false;
   // Map every peer's workspace; then agree, since a mapping can fail on one rank only.
   s.peers.assign(size_, nullptr);
+  s.processes.resize(size_);
+  for (int p = 0; p < size_; ++p) s.processes[p] = all[p].process;
   int32_t ok = 1;
   for (int p = 0; p < size_; ++p) {
     ok = ok && all[p].ok && s.gpu->can_access_peer(device, all[p].device);
@@ -82,7 +87,7 @@ bool Comm::ipc_usable(int device) {
   for (int p = 0; ok && p < size_; ++p) {
     if (p == rank_) {
       s.peers[p] = s.workspace;
-    } else if (!s.gpu->ipc_open(all[p].handle, &s.peers[p]).is_ok()) {
+    } else if (!s.mappings->open_kept(all[p].process, all[p].handle, &s.peers[p]).is_ok()) {
       ok = 0;
     }
   }

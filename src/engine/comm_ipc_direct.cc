@@ -16,8 +16,6 @@
 namespace efacoll {
 namespace {
 
-constexpr size_t kMappedBuffersKept = 64;
-
 Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, IpcBufferRef* out) {
   std::memset(out, 0, sizeof(*out));
   void* base = nullptr;
@@ -27,63 +25,12 @@ Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, IpcBufferR
   return gpu->ipc_export(base, out->handle);
 }
 
-// Closes the peer's cached mappings, except those this call already uses.
-void forget_peer(IpcState& s, int peer, const std::vector<void*>& in_use) {
-  for (auto it = s.mapped.begin(); it != s.mapped.end();) {
-    const bool keep = it->first.first != peer ||
-                      std::find(in_use.begin(), in_use.end(), it->second) != in_use.end();
-    if (keep) {
-      ++it;
-      continue;
-    }
-    s.gpu->ipc_close(it->second);
-    s.mapped_order.remove(it->first);
-    it = s.mapped.erase(it);
-  }
-}
-
-// Peer p's buffer as seen from here. `in_use`: the mapping bases this call relies on already.
-Status map_peer(IpcState& s, int peer, const IpcBufferRef& ref, std::vector<void*>* in_use,
-                uint8_t** out) {
+// Peer p's buffer as seen from here, mapped until the call ends (the engine's IpcMappings).
+Status map_peer(IpcState& s, int peer, const IpcBufferRef& ref, uint8_t** out) {
   void* base = nullptr;
-  const auto key = std::make_pair(peer, ref.buffer_id);
-  auto it = ref.buffer_id ? s.mapped.find(key) : s.mapped.end();
-  if (it != s.mapped.end()) {
-    base = it->second;
-    s.mapped_order.remove(key);
-    s.mapped_order.push_front(key);
-  } else {
-    Status st = s.gpu->ipc_open(ref.handle, &base);
-    if (st.code() == Code::kAgain) {
-      // Small allocations share the driver's larger chunks, and a chunk is mapped once: an
-      // older mapping of the same chunk (memory the peer freed, or another buffer of it) is in
-      // the way. Drop the peer's mappings this call does not use, and retry.
-      forget_peer(s, peer, *in_use);
-      st = s.gpu->ipc_open(ref.handle, &base);
-    }
-    EFACOLL_RETURN_IF_ERROR(st);
-    if (ref.buffer_id) {
-      s.mapped[key] = base;
-      s.mapped_order.push_front(key);
-    } else {
-      s.call_mappings.push_back(base);
-    }
-  }
-  in_use->push_back(base);
+  EFACOLL_RETURN_IF_ERROR(s.mappings->map(s.processes[peer], ref.buffer_id, ref.handle, &base));
   *out = static_cast<uint8_t*>(base) + ref.offset;
   return Status::ok();
-}
-
-// Closes this call's unnamed mappings and the least recently used named ones beyond the cap.
-void end_call(IpcState& s) {
-  for (void* m : s.call_mappings) s.gpu->ipc_close(m);
-  s.call_mappings.clear();
-  while (s.mapped_order.size() > kMappedBuffersKept) {
-    auto key = s.mapped_order.back();
-    s.mapped_order.pop_back();
-    s.gpu->ipc_close(s.mapped[key]);
-    s.mapped.erase(key);
-  }
 }
 
 }  // namespace
@@ -128,10 +75,9 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
     }
     // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
     // their outputs, allreduce does both.
-    std::vector<void*> in_use;
-    if (args.kind != CollKind::kAllgather) st = map_peer(s, p, all[p].send, &in_use, &sends[p]);
+    if (args.kind != CollKind::kAllgather) st = map_peer(s, p, all[p].send, &sends[p]);
     if (st.is_ok() && args.kind != CollKind::kReduceScatter) {
-      st = map_peer(s, p, all[p].recv, &in_use, &recvs[p]);
+      st = map_peer(s, p, all[p].recv, &recvs[p]);
     }
   }
   // Own input first: in place, dst aliases it and must be read before it is overwritten.
@@ -176,7 +122,7 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   uint8_t token = st.is_ok();
   std::vector<uint8_t> tokens(size_);
   Status done = host_allgather(&token, 1, tokens.data());
-  end_call(s);
+  s.mappings->end_call();
   if (!st.is_ok()) return st;
   EFACOLL_RETURN_IF_ERROR(done);
   // Peers write parts of our result: one that failed leaves it incomplete.

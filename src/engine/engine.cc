@@ -10,6 +10,7 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/late_sends.h"
+#include "engine/ipc_mappings.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/tag.h"
@@ -17,6 +18,11 @@
 #include "tune/algo.h"
 
 namespace efacoll {
+namespace {
+
+constexpr size_t kIpcMappingsKept = 64;  // peers' user buffers kept mapped between calls
+
+}  // namespace
 
 Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
     : Engine(std::move(transport), config, nullptr) {}
@@ -32,6 +38,15 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   // FI_MR_HMEM: device memory is always registered, even for local use.
   if (ti.needs_registration() || config_.force_mr_local || (ti.hmem && gpu_)) {
     mr_cache_ = std::make_unique<MrCache>(transport_.get(), config_.mr_cache_entries);
+  }
+  if (gpu_) {
+    GpuRuntime* rt = gpu_.get();
+    ipc_mappings_ = std::make_unique<IpcMappings>(
+        [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
+        [rt](void* mapped) { rt->ipc_close(mapped); }, kIpcMappingsKept);
+    // Unique among the engines of one node (processes, or ranks as threads in the tests).
+    std::random_device entropy;
+    process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
   }
   if (config_.idle_progress.count() > 0)
     idle_progress_ = std::thread([this] { idle_progress_loop(); });

@@ -2,12 +2,10 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
-#include <list>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "engine/ipc_mappings.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 
@@ -64,16 +62,12 @@ struct IpcState {
   bool ll_usable = false;
   LlRegion ll_region;
   uint64_t ll_seq = 0;
-  std::vector<void*> peers;  // each rank's workspace as mapped here (own: workspace)
+  std::vector<void*> peers;         // each rank's workspace as mapped here (own: workspace)
+  std::vector<uint64_t> processes;  // each rank's engine, as the engine's IPC mappings name it
   GpuRuntime* gpu = nullptr;
-  // Peers' user buffers mapped here, by (peer, CUDA buffer id): never mapped twice.
-  std::map<std::pair<int, uint64_t>, void*> mapped;
-  std::list<std::pair<int, uint64_t>> mapped_order;  // most recent first
-  std::vector<void*> call_mappings;                  // buffers without an id: this call only
+  IpcMappings* mappings = nullptr;  // the engine's: peers' user buffers
 
   ~IpcState() {
-    for (auto& kv : mapped) gpu->ipc_close(kv.second);
-    for (void* m : call_mappings) gpu->ipc_close(m);
     for (size_t p = 0; p < peers.size(); ++p) {
       if (peers[p] && peers[p] != workspace) gpu->ipc_close(peers[p]);
     }

@@ -1,0 +1,55 @@
+// Peers' user buffers mapped into this process through CUDA IPC, for every communicator of the
+// engine. The driver maps a peer's memory once per process: a mapping that one communicator kept
+// of memory the peer has since freed (its VA then reused by a new allocation, another
+// communicator's scratch or a new user buffer) makes the next open of that memory fail with
+// "already mapped", whichever communicator asks. So the cache is keyed by the peer's process,
+// not by a communicator's rank, and making way closes that process's idle mappings everywhere.
+// Used under the engine's lock: GPU calls never run at once.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "efacoll/status.h"
+
+namespace efacoll {
+
+class IpcMappings {
+ public:
+  // open: kAgain where the memory is mapped here already (GpuRuntime::ipc_open).
+  using Open = std::function<Status(const void* handle, void** out)>;
+  using Close = std::function<void(void* mapped)>;
+  IpcMappings(Open open, Close close, size_t kept);
+  ~IpcMappings();  // closes every mapping
+  IpcMappings(const IpcMappings&) = delete;
+  IpcMappings& operator=(const IpcMappings&) = delete;
+
+  // Peer `process`'s buffer behind `handle`, in use until end_call(): cached by `buffer_id`
+  // (its CUDA buffer id; 0: none, mapped for this call alone).
+  Status map(uint64_t process, uint64_t buffer_id, const void* handle, void** base);
+  // A mapping its caller keeps and closes (a communicator's workspace), opened as map() opens.
+  Status open_kept(uint64_t process, const void* handle, void** base);
+  // Closes this call's uncached mappings and the least recently used cached ones past `kept`.
+  void end_call();
+  size_t cached() const { return cached_.size(); }
+
+ private:
+  using Key = std::pair<uint64_t, uint64_t>;  // (process, buffer id)
+  // Opens; where an older mapping is in the way, closes the process's cached mappings that this
+  // call does not use, and tries once more.
+  Status open(uint64_t process, const void* handle, void** base);
+  void close_idle(uint64_t process);
+
+  Open open_;
+  Close close_;
+  size_t kept_;
+  std::map<Key, void*> cached_;
+  std::list<Key> recent_;         // most recent first
+  std::vector<void*> call_only_;  // mappings without a buffer id: this call's
+  std::vector<void*> in_use_;     // every mapping this call relies on
+};
+
+}  // namespace efacoll
