@@ -25,6 +25,7 @@ EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
     if (out == nullptr || !engine_active()) return -1;
     const ResourceUsage u = s.engine->resource_usage();
     out->communicators = u.communicators;
+    out->sub_communicators = u.sub_communicators;
     out->mr_cache_entries = u.mr_cache_entries;
     out->mr_cache_bytes = u.mr_cache_bytes;
     out->mr_cache_capacity = u.mr_cache_capacity;

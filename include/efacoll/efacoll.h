@@ -27,7 +27,7 @@ int efacoll_get_counters(efacoll_collective coll, efacoll_counters* out);
 
 /* What efacoll holds now: for soak tests and leak hunts. */
 typedef struct {
-  size_t communicators;             /* efacoll communicators alive */
+  size_t communicators;             /* efacoll communicators alive: one per MPI communicator */
   size_t mr_cache_entries;          /* registrations kept across calls */
   size_t mr_cache_bytes;            /* the memory they cover */
   size_t mr_cache_capacity;         /* EFACOLL_MR_CACHE_ENTRIES (0: the provider needs none) */
@@ -37,6 +37,8 @@ typedef struct {
   size_t retired_bytes_held;  /* memory kept from reuse after failed calls, until the writes
                                  their peers may still make have come */
   size_t retired_bytes_total; /* retired since MPI_Init */
+  size_t sub_communicators;   /* made for hierarchical calls (on declared or real nodes), freed
+                                 with the communicators they serve; not in `communicators` */
 } efacoll_resource_usage;
 
 /* 0 on success, -1 when efacoll is inactive. */

@@ -129,7 +129,8 @@ struct EngineConfig {
 
 // What the engine holds now (efacoll_get_resource_usage).
 struct ResourceUsage {
-  size_t communicators = 0;
+  size_t communicators = 0;      // the callers' (MPI communicators, in the library)
+  size_t sub_communicators = 0;  // made for hierarchical calls, freed with their parents
   size_t mr_cache_entries = 0, mr_cache_bytes = 0, mr_cache_capacity = 0;
   uint64_t registrations = 0;  // made since start, cached or for one call
   // Memory retired after failed calls whose late writes have not all come (comm_late_writes.cc),
@@ -207,7 +208,8 @@ class Engine {
   std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
   std::vector<void*> retired_pinned_;
   size_t retired_bytes_held_ = 0, retired_bytes_total_ = 0;
-  std::bitset<4096> comm_ids_in_use_;
+  std::bitset<4096> comm_ids_in_use_;    // nested ones too
+  size_t nested_comms_ = 0;              // sub-communicators of hierarchical calls
   std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
   uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_
   // Held by a running collective (released while a host call waits, when config_.concurrent);

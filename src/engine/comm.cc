@@ -181,6 +181,7 @@ Comm::~Comm() {
   if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
   if (pinned_) engine_->gpu_->free_pinned(pinned_);
   engine_->comm_ids_in_use_[id_] = false;
+  if (nested_) --engine_->nested_comms_;
 }
 
 Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {

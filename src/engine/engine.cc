@@ -247,6 +247,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   // From here the id is ours: the communicator gives it back when it goes.
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
   comm->nested_ = nested;
+  if (nested) ++nested_comms_;  // under the parent's lock, as its ~Comm is
   comm->one_node_ = one_node;
   comm->hier_per_node_ = equal_contiguous_nodes(nodes);
   {
@@ -272,7 +273,8 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
 ResourceUsage Engine::resource_usage() {
   std::lock_guard<std::mutex> busy(busy_);
   ResourceUsage u;
-  u.communicators = comm_ids_in_use_.count();
+  u.communicators = comm_ids_in_use_.count() - nested_comms_;
+  u.sub_communicators = nested_comms_;
   if (mr_cache_) {
     u.mr_cache_entries = mr_cache_->cached();
     u.mr_cache_bytes = mr_cache_->cached_bytes();

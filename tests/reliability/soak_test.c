@@ -108,7 +108,7 @@ static void slot_change(slot* s, uint64_t h, int rank, int size) {
 typedef struct {
   long calls, mismatches, errors; /* summed over ranks */
   long rss_kib, peak_kib;         /* the largest rank's */
-  long mr_entries, mr_bytes, mr_capacity, comms;
+  long mr_entries, mr_bytes, mr_capacity, comms, sub_comms;
   long engine_calls;
   long gpu_kib; /* GPU memory in use, the largest GPU's; -1 without --memory gpu */
 } snapshot;
@@ -117,17 +117,18 @@ static snapshot take_snapshot(const rk_tally* t, int gpu) {
   efacoll_resource_usage u;
   int have = efacoll_usage(&u) == 0;
   long sums[4] = {t->calls, t->mismatches, t->errors, (long)efacoll_engine_calls()};
-  long maxes[7] = {rss_now_kib(),
+  long maxes[8] = {rss_now_kib(),
                    rss_peak_kib(),
                    have ? (long)u.mr_cache_entries : 0,
                    have ? (long)u.mr_cache_bytes : 0,
                    have ? (long)u.mr_cache_capacity : 0,
                    have ? (long)u.communicators : 0,
+                   have ? (long)u.sub_communicators : 0,
                    gpu ? (long)(gm_used_bytes() / 1024) : -1};
-  long s[4], m[7];
+  long s[4], m[8];
   PMPI_Allreduce(sums, s, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  PMPI_Allreduce(maxes, m, 7, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], s[3], m[6]};
+  PMPI_Allreduce(maxes, m, 8, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], m[6], s[3], m[7]};
   return r;
 }
 
@@ -135,9 +136,10 @@ static void print_snapshot(const char* when, long done, double secs, const snaps
   printf(
       "%-6s %8ld collectives %9.1f s | calls on all ranks %ld (efacoll ran %ld), mismatches %ld, "
       "errors %ld | VmRSS %.1f MiB, peak %.1f MiB | MR cache %ld entries (cap %ld), %.1f MiB "
-      "| efacoll comms %ld",
+      "| efacoll comms %ld (+%ld sub)",
       when, done, secs, s->calls, s->engine_calls, s->mismatches, s->errors, s->rss_kib / 1024.0,
-      s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity, s->mr_bytes / 1048576.0, s->comms);
+      s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity, s->mr_bytes / 1048576.0, s->comms,
+      s->sub_comms);
   if (s->gpu_kib >= 0) printf(" | GPU memory in use %.1f MiB", s->gpu_kib / 1024.0);
   printf("\n");
   fflush(stdout);
@@ -251,6 +253,11 @@ int main(int argc, char** argv) {
                o.slots + 1);
         failed = 1;
       }
+      if (s.sub_comms > 2 * s.comms) {
+        printf("FAIL: efacoll holds %ld sub-communicators for %ld communicators (2 each at most)\n",
+               s.sub_comms, s.comms);
+        failed = 1;
+      }
     }
   }
 
@@ -260,11 +267,11 @@ int main(int argc, char** argv) {
   snapshot end = take_snapshot(&tally, o.gpu);
   if (rank == 0) {
     printf("communicators created and freed during the run: %ld\n", created);
-    printf("after freeing them: efacoll holds %ld communicator(s), MR cache %ld entries", end.comms,
-           end.mr_entries);
+    printf("after freeing them: efacoll holds %ld communicator(s) (+%ld sub), MR cache %ld entries",
+           end.comms, end.sub_comms, end.mr_entries);
     if (o.gpu) printf(", GPU memory in use %.1f MiB", end.gpu_kib / 1024.0);
     printf("\n");
-    if (end.comms > 1) {
+    if (end.comms > 1 || end.sub_comms > 2) {
       printf("FAIL: efacoll still holds communicators that MPI freed\n");
       failed = 1;
     }
