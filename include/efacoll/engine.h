@@ -194,7 +194,7 @@ class Engine {
   EngineConfig config_;
   std::unique_ptr<GpuRuntime> gpu_;
   // Peers' buffers mapped through CUDA IPC, for every communicator (null without a GPU runtime);
-  // destroyed before gpu_, which closes them.
+  // destroyed before gpu_, through which it closes them.
   std::unique_ptr<IpcMappings> ipc_mappings_;
   uint64_t process_key_ = 0;  // names this engine to its peers' IPC mappings
   void* stage_ = nullptr;     // pinned host slots, shared by every communicator
