@@ -26,9 +26,11 @@ Status describe(GpuRuntime* gpu, const void* ptr, uint64_t buffer_id, IpcBufferR
 }
 
 // Peer p's buffer as seen from here, mapped until the call ends (the engine's IpcMappings).
-Status map_peer(IpcState& s, int peer, const IpcBufferRef& ref, uint8_t** out) {
+Status map_peer(IpcState& s, IpcMappings::Call* call, int peer, const IpcBufferRef& ref,
+                uint8_t** out) {
   void* base = nullptr;
-  EFACOLL_RETURN_IF_ERROR(s.mappings->map(s.processes[peer], ref.buffer_id, ref.handle, &base));
+  EFACOLL_RETURN_IF_ERROR(
+      s.mappings->map(call, s.processes[peer], ref.buffer_id, ref.handle, &base));
   *out = static_cast<uint8_t*>(base) + ref.offset;
   return Status::ok();
 }
@@ -67,6 +69,7 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
     if (!b.ok) return run_ipc(args, ring);
   }
   std::vector<uint8_t*> sends(size_), recvs(size_);
+  IpcMappings::Call mapped;
   for (int p = 0; p < size_ && st.is_ok(); ++p) {
     if (p == rank_) {
       sends[p] = const_cast<uint8_t*>(send);
@@ -75,9 +78,9 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
     }
     // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
     // their outputs, allreduce does both.
-    if (args.kind != CollKind::kAllgather) st = map_peer(s, p, all[p].send, &sends[p]);
+    if (args.kind != CollKind::kAllgather) st = map_peer(s, &mapped, p, all[p].send, &sends[p]);
     if (st.is_ok() && args.kind != CollKind::kReduceScatter) {
-      st = map_peer(s, p, all[p].recv, &recvs[p]);
+      st = map_peer(s, &mapped, p, all[p].recv, &recvs[p]);
     }
   }
   // Own input first: in place, dst aliases it and must be read before it is overwritten.
@@ -122,7 +125,7 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   uint8_t token = st.is_ok();
   std::vector<uint8_t> tokens(size_);
   Status done = host_allgather(&token, 1, tokens.data());
-  s.mappings->end_call();
+  s.mappings->end_call(&mapped);
   if (!st.is_ok()) return st;
   EFACOLL_RETURN_IF_ERROR(done);
   // Peers write parts of our result: one that failed leaves it incomplete.

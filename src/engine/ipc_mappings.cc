@@ -8,21 +8,21 @@ IpcMappings::IpcMappings(Open open, Close close, size_t kept)
     : open_(std::move(open)), close_(std::move(close)), kept_(kept) {}
 
 IpcMappings::~IpcMappings() {
-  for (auto& kv : cached_) close_(kv.second);
-  for (void* m : call_only_) close_(m);
+  for (auto& kv : cached_) close_(kv.second.base);
+  for (void* m : calls_own_) close_(m);
+}
+
+void IpcMappings::forget(std::map<Key, Cached>::iterator it) {
+  close_(it->second.base);
+  recent_.remove(it->first);
+  cached_.erase(it);
 }
 
 void IpcMappings::close_idle(uint64_t process) {
   for (auto it = cached_.begin(); it != cached_.end();) {
-    const bool idle = it->first.first == process &&
-                      std::find(in_use_.begin(), in_use_.end(), it->second) == in_use_.end();
-    if (!idle) {
-      ++it;
-      continue;
-    }
-    close_(it->second);
-    recent_.remove(it->first);
-    it = cached_.erase(it);
+    auto next = std::next(it);
+    if (it->first.first == process && it->second.users == 0) forget(it);
+    it = next;
   }
 }
 
@@ -35,23 +35,25 @@ Status IpcMappings::open(uint64_t process, const void* handle, void** base) {
   return open_(handle, base);
 }
 
-Status IpcMappings::map(uint64_t process, uint64_t buffer_id, const void* handle, void** base) {
+Status IpcMappings::map(Call* call, uint64_t process, uint64_t buffer_id, const void* handle,
+                        void** base) {
   const Key key(process, buffer_id);
   auto it = buffer_id ? cached_.find(key) : cached_.end();
-  if (it != cached_.end()) {
-    *base = it->second;
-    recent_.remove(key);
-    recent_.push_front(key);
-  } else {
+  if (it == cached_.end()) {
     EFACOLL_RETURN_IF_ERROR(open(process, handle, base));
-    if (buffer_id) {
-      cached_[key] = *base;
-      recent_.push_front(key);
-    } else {
-      call_only_.push_back(*base);
+    if (!buffer_id) {
+      call->own.push_back(*base);
+      calls_own_.push_back(*base);
+      return Status::ok();
     }
+    it = cached_.emplace(key, Cached{*base, 0}).first;
+  } else {
+    recent_.remove(key);
   }
-  in_use_.push_back(*base);
+  recent_.push_front(key);
+  *base = it->second.base;
+  ++it->second.users;
+  call->used.push_back(key);
   return Status::ok();
 }
 
@@ -59,16 +61,20 @@ Status IpcMappings::open_kept(uint64_t process, const void* handle, void** base)
   return open(process, handle, base);
 }
 
-void IpcMappings::end_call() {
-  for (void* m : call_only_) close_(m);
-  call_only_.clear();
-  in_use_.clear();
-  while (recent_.size() > kept_) {
-    const Key key = recent_.back();
-    recent_.pop_back();
-    close_(cached_[key]);
-    cached_.erase(key);
+void IpcMappings::end_call(Call* call) {
+  for (void* m : call->own) {
+    close_(m);
+    calls_own_.erase(std::find(calls_own_.begin(), calls_own_.end(), m));
   }
+  for (const Key& key : call->used) --cached_.at(key).users;
+  call->own.clear();
+  call->used.clear();
+  const size_t excess = recent_.size() > kept_ ? recent_.size() - kept_ : 0;
+  std::vector<Key> oldest_idle;
+  for (auto key = recent_.rbegin(); oldest_idle.size() < excess && key != recent_.rend(); ++key) {
+    if (cached_.at(*key).users == 0) oldest_idle.push_back(*key);
+  }
+  for (const Key& key : oldest_idle) forget(cached_.find(key));
 }
 
 }  // namespace efacoll
