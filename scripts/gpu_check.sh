@@ -37,8 +37,13 @@
 #              GPU memory in use and resident memory bounded, a 4-entry MR cache
 #   soak-hier-tcp  the same on 4 ranks as 2 nodes of 2, tcp
 #   threads-tcp  efacoll_threads_test --memory gpu: MPI_THREAD_MULTIPLE, 4 threads per rank on
-#              their own communicators (and copies made and freed), random calls on GPU memory
+#              their own communicators (and copies made and freed), random calls on GPU memory,
+#              each thread at its own pace (the ranks order the threads' calls differently);
+#              EFACOLL_IPC_LL_MAX=0, since low-latency kernels must come in one order
 #   threads-shm  the same on shm
+#   threads-staged-tcp  the same with CUDA IPC off: every call over the staged fabric path
+#   threads-hier-tcp  the same on 4 ranks as 2 nodes of 2 (hierarchical calls)
+#   threads-turns-shm  the threads take turns in one order on every rank, low-latency protocol on
 #   fork-tcp   efacoll_fork_test --memory gpu: children forked after MPI_Init (exiting, exec,
 #              computing, writing registered memory) between random calls on GPU memory
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
@@ -297,8 +302,12 @@ result_step() {  # result_step NAME NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS..
 SOAK=("$SOAKTEST" --memory gpu --calls "${SOAK_CALLS:-3000}" --report-every 500)
 result_step soak-shm "$NP" shm EFACOLL_MR_CACHE_ENTRIES=4 -- "${SOAK[@]}"
 result_step soak-hier-tcp 4 tcp EFACOLL_MR_CACHE_ENTRIES=4 EFACOLL_NODE_SIZE=2 -- "${SOAK[@]}"
-result_step threads-tcp "$NP" tcp -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
-result_step threads-shm "$NP" shm -- "$THREADSTEST" --memory gpu --threads 4 --calls 200
+THREADS=("$THREADSTEST" --memory gpu --threads 4 --calls 200)
+result_step threads-tcp "$NP" tcp EFACOLL_IPC_LL_MAX=0 -- "${THREADS[@]}"
+result_step threads-shm "$NP" shm EFACOLL_IPC_LL_MAX=0 -- "${THREADS[@]}"
+result_step threads-staged-tcp "$NP" tcp EFACOLL_IPC_CHUNK_SIZE=0 -- "${THREADS[@]}"
+result_step threads-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_IPC_LL_MAX=0 -- "${THREADS[@]}"
+result_step threads-turns-shm "$NP" shm -- "${THREADS[@]}" --gpu-order turns
 result_step fork-tcp "$NP" tcp -- "$FORKTEST" --memory gpu
 
 if selected cupy; then
@@ -336,7 +345,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm fork-tcp cupy fortran)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm threads-staged-tcp threads-hier-tcp threads-turns-shm fork-tcp cupy fortran)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

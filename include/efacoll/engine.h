@@ -37,6 +37,8 @@ class MrCache;
 class LateSends;
 class GpuRuntime;
 class IpcMappings;
+class StagePool;
+struct StageSet;
 
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
@@ -172,8 +174,13 @@ class Engine {
   friend class Comm;
   // inherit: a sub-communicator made inside a collective (whose lock is held) takes its
   // parent's cost model instead of calibrating.
-  Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit);
-  Status ensure_stage(size_t bytes);
+  // ids_over: the members that agree on its id (null: bootstrap's). A hierarchical call's
+  // sub-communicators agree over the whole parent, so that every rank of the parent runs the
+  // same rounds through the parent's allgather, whichever subset it is in.
+  Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit,
+                     Bootstrap* ids_over);
+  // An id free on every member of `over`, taken (rounds: take_comm_id).
+  Status agree_comm_id(Bootstrap& over, bool nested, uint32_t* id);
   // Frees what was retired once the transport awaits no late write and holds no operation
   // (comm_late_writes.cc).
   void release_retired_memory();
@@ -197,9 +204,9 @@ class Engine {
   // destroyed before gpu_, through which it closes them.
   std::unique_ptr<IpcMappings> ipc_mappings_;
   uint64_t process_key_ = 0;  // names this engine to its peers' IPC mappings
-  void* stage_ = nullptr;     // pinned host slots, shared by every communicator
-  size_t stage_bytes_ = 0;
-  uint64_t stage_id_ = 0;
+  // Pinned host slots for staged GPU calls, a set per call under way (null without a GPU
+  // runtime).
+  std::unique_ptr<StagePool> stages_;
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
   std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
   // Memory a failed call's receives named, which their senders may still write
@@ -247,7 +254,9 @@ class Comm {
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   // comm_late_writes.cc: after a failed call whose receives may still be written
   // (ExecContext::late_write_targets, bits 1 << BufId).
-  void retire_late_write_targets(unsigned targets, const CollArgs& args, const std::string& what);
+  // `stage`: the call's staging slots (null: none).
+  void retire_late_write_targets(unsigned targets, const CollArgs& args, const std::string& what,
+                                 StageSet* stage);
   bool answer_stale(const void* message, size_t bytes);  // comm_stale.cc
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
@@ -309,7 +318,12 @@ class Comm {
   std::vector<uint32_t> failed_seqs_;  // sequences of failed calls whose messages may be queued
   // The engine's lock while run() holds it and may lend it out (see EngineConfig::concurrent).
   std::unique_lock<std::mutex>* yield_lock_ = nullptr;
-  bool nested_ = false;  // made inside a collective of its parent, whose lock covers it
+  // The lock the running call may lend while it waits for peers: run()'s, or for a
+  // sub-communicator its parent's call's; none while a low-latency kernel may spin (keep_lock_).
+  std::unique_lock<std::mutex>* lendable_lock() const;
+  bool keep_lock_ = false;
+  bool nested_ = false;           // made inside a collective of its parent, whose lock covers it
+  const Comm* parent_ = nullptr;  // of a sub-communicator
   std::vector<uint64_t> peers_;
   std::vector<uint8_t> scratch_;
   uint64_t scratch_id_ = 0;

@@ -210,12 +210,19 @@ Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
   return build(kind, ring, hier_per_node_, engine_->last_choice_, schedule);
 }
 
+std::unique_lock<std::mutex>* Comm::lendable_lock() const {
+  if (keep_lock_) return nullptr;
+  return parent_ ? parent_->lendable_lock() : yield_lock_;
+}
+
 Status Comm::run(const CollArgs& args) {
   std::unique_lock<std::mutex> busy(engine_->busy_);
-  // Host calls lend the lock out while they wait for peers. GPU calls keep it: they share the
-  // device's streams and the staging slots with every communicator.
-  const bool host = !is_gpu(args.recv_mem) && (args.inplace || !is_gpu(args.send_mem));
-  yield_lock_ = engine_->config_.concurrent && host ? &busy : nullptr;
+  // Calls lend the lock out while they wait for peers; GPU calls have streams and staging slots
+  // of their own (comm_execute.cc). Not the low-latency protocol's: its kernel waits for the
+  // peers on the GPU, and two such kernels of calls the ranks ordered differently would each
+  // hold their process's lock while waiting for the other (NCCL asks the same order of
+  // kernels on every rank).
+  yield_lock_ = engine_->config_.concurrent ? &busy : nullptr;
   user_call_ = true;
   trial_call_ = TrialCall();
   Status st = run_locked(args);
@@ -284,7 +291,9 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   Status st;
   if (ll) {
+    keep_lock_ = true;
     st = run_ipc_ll(a, ll_call);
+    keep_lock_ = false;
   } else if (in_node) {
     const bool direct = ipc_direct_possible(a);
     if (watch) {

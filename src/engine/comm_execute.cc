@@ -1,6 +1,7 @@
 // Running one built schedule: local work on the host or the GPU's streams, GPU data staged
 // through pinned host slots where the provider has no FI_HMEM, registrations where asked.
 #include <algorithm>
+#include <utility>
 
 #include "common/log.h"
 #include "core/call_signature.h"
@@ -8,23 +9,44 @@
 #include "core/late_sends.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
+#include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
 
 namespace efacoll {
 
-Status Engine::ensure_stage(size_t bytes) {
-  if (stage_bytes_ >= bytes) return Status::ok();
-  if (mr_cache_) mr_cache_->forget(stage_id_);
-  if (stage_) gpu_->free_pinned(stage_);
-  stage_ = nullptr;
-  stage_bytes_ = 0;
-  EFACOLL_RETURN_IF_ERROR(gpu_->alloc_pinned(bytes, &stage_));
-  stage_bytes_ = bytes;
-  stage_id_ = next_allocation_id_++;
-  return Status::ok();
-}
+namespace {
+
+// What a GPU call holds of the engine's shared resources, given back when it ends: under
+// MPI_THREAD_MULTIPLE other calls run meanwhile, each with its own.
+class CallResources {
+ public:
+  CallResources(GpuRuntime* gpu, int device, StagePool* stages)
+      : gpu_(gpu), device_(device), stages_(stages) {}
+  ~CallResources() {
+    if (ops_) gpu_->release_local_ops(device_, ops_);
+    if (stage_) stages_->release(stage_);
+  }
+  Status take_local_ops(LocalOps** out) {
+    EFACOLL_RETURN_IF_ERROR(gpu_->acquire_local_ops(device_, &ops_));
+    *out = ops_;
+    return Status::ok();
+  }
+  Status take_stage(size_t bytes) { return stages_->acquire(bytes, &stage_); }
+  StageSet* stage() const { return stage_; }
+  // Late writes may still reach the stage: it leaves the pool instead of going back.
+  StageSet* give_up_stage() { return std::exchange(stage_, nullptr); }
+
+ private:
+  GpuRuntime* gpu_;
+  int device_;
+  StagePool* stages_;
+  LocalOps* ops_ = nullptr;
+  StageSet* stage_ = nullptr;
+};
+
+}  // namespace
 
 Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                           size_t recv_bytes, size_t chunk_bytes) {
@@ -33,7 +55,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   Transport* t = engine_->transport_.get();
   HostLocalOps host_ops;
   LocalOps* local = &host_ops;
-  if (gpu) EFACOLL_RETURN_IF_ERROR(engine_->gpu_->local_ops(device, &local));
+  CallResources held_gpu(engine_->gpu_.get(), device, engine_->stages_.get());
+  if (gpu) EFACOLL_RETURN_IF_ERROR(held_gpu.take_local_ops(&local));
   if (engine_->retired_bytes_held_ > 0) engine_->release_retired_memory();
   EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes, gpu, device));
 
@@ -48,8 +71,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
     plan.send_slots = plan.recv_slots = std::max(1, engine_->config_.stage_slots);
     schedule = stage_network_ops(schedule, GpuBuffers{true, true, true}, plan);
-    EFACOLL_RETURN_IF_ERROR(engine_->ensure_stage(plan.total_bytes()));
-    bufs.stage = engine_->stage_;
+    EFACOLL_RETURN_IF_ERROR(held_gpu.take_stage(plan.total_bytes()));
+    bufs.stage = held_gpu.stage()->ptr;
   }
 
   // Register what the network touches: the stage when staged, otherwise the buffers themselves.
@@ -59,8 +82,9 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     const MemKind kind = gpu ? MemKind::kDevice : MemKind::kHost;
     Status st;
     if (staged) {
-      st = mrs->acquire(&held, bufs.stage, engine_->stage_bytes_, engine_->stage_id_,
-                        MemKind::kPinnedHost, -1, &bufs.stage_mr);
+      const StageSet* stage = held_gpu.stage();
+      st = mrs->acquire(&held, bufs.stage, stage->bytes, stage->id, MemKind::kPinnedHost, -1,
+                        &bufs.stage_mr);
     } else {
       // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
       // cannot be identified across calls (identity 0): registered for this call only.
@@ -101,7 +125,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ctx.count = count;
   ctx.timeout = engine_->config_.timeout;
   ctx.max_posted = engine_->transport_->info().max_posted;
-  ctx.yield_lock = yield_lock_;
+  ctx.yield_lock = lendable_lock();
   ctx.late_sends = engine_->late_sends_.get();
   engine_->late_sends_->retry();
   ctx.on_stall = std::move(stall_check_);
@@ -121,7 +145,11 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   Status done = local->finish();
   if (result.is_ok()) result = done;
   if (mrs) mrs->end_call(&held);
-  if (late_write_targets != 0) retire_late_write_targets(late_write_targets, args, ctx.what);
+  if (late_write_targets != 0) {
+    const bool stage_named = (late_write_targets >> static_cast<unsigned>(BufId::kStage)) & 1u;
+    retire_late_write_targets(late_write_targets, args, ctx.what,
+                              staged && stage_named ? held_gpu.give_up_stage() : nullptr);
+  }
   return result;
 }
 

@@ -78,10 +78,18 @@ bool Comm::hier_gpu_usable(int device) {
   auto gather = [this](const void* in, size_t bytes, void* out) {
     return host_allgather(in, bytes, out);
   };
+  std::vector<int> everyone(size_);
+  for (int r = 0; r < size_; ++r) everyone[r] = r;
   SubsetBootstrap node_boot(gather, size_, node_members, local);
   SubsetBootstrap cross_boot(gather, size_, cross_members, node);
-  Status st = engine_->create_comm(node_boot, &h.node, &model_);
-  Status st2 = engine_->create_comm(cross_boot, &h.cross, &model_);
+  // Under MPI_THREAD_MULTIPLE another thread's creation can make one subset take more rounds
+  // to agree on an id than another, and each round is an allgather of the whole parent.
+  SubsetBootstrap parent_boot(gather, size_, everyone, rank_);
+  Status st = engine_->create_comm(node_boot, &h.node, &model_, &parent_boot);
+  Status st2 = engine_->create_comm(cross_boot, &h.cross, &model_, &parent_boot);
+  // Their calls run inside ours, and lend our call's lock as ours would.
+  if (st.is_ok()) h.node->parent_ = this;
+  if (st2.is_ok()) h.cross->parent_ = this;
   struct Blob {
     int32_t ok;
     char uuid[16];

@@ -12,13 +12,14 @@
 #include "common/log.h"
 #include "core/schedule.h"
 #include "efacoll/engine.h"
+#include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 
 namespace efacoll {
 
 void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
-                                     const std::string& what) {
+                                     const std::string& what, StageSet* stage) {
   auto named = [targets](BufId id) { return (targets >> static_cast<unsigned>(id)) & 1u; };
   MrCache* mrs = engine_->mr_cache_.get();
   std::string retired;
@@ -44,12 +45,10 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
       scratch_.clear();
     }
   }
-  if (named(BufId::kStage) && engine_->stage_ != nullptr) {
-    if (mrs) mrs->retire(engine_->stage_id_);
-    engine_->retired_pinned_.push_back(engine_->stage_);
-    retire_note("staging slots", engine_->stage_bytes_);
-    engine_->stage_ = nullptr;
-    engine_->stage_bytes_ = 0;
+  if (named(BufId::kStage) && stage != nullptr) {
+    if (mrs) mrs->retire(stage->id);
+    retire_note("staging slots", stage->bytes);
+    engine_->retired_pinned_.push_back(engine_->stages_->retire(stage));
   }
   const bool user_buffer = named(BufId::kRecv) || (named(BufId::kSend) && !args.inplace);
   if (mrs && is_gpu(args.recv_mem)) {

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/late_sends.h"
 #include "engine/ipc_mappings.h"
+#include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
 #include "transport/tag.h"
@@ -47,6 +48,14 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     // Unique among the engines of one node (processes, or ranks as threads in the tests).
     std::random_device entropy;
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
+    StagePool::Memory memory;
+    memory.alloc = [rt](size_t bytes, void** out) { return rt->alloc_pinned(bytes, out); };
+    memory.free = [rt](void* ptr) { rt->free_pinned(ptr); };
+    memory.next_id = [this] { return next_allocation_id_++; };
+    memory.forget = [this](uint64_t id) {
+      if (mr_cache_) mr_cache_->forget(id);
+    };
+    stages_ = std::make_unique<StagePool>(std::move(memory));
   }
   if (config_.idle_progress.count() > 0)
     idle_progress_ = std::thread([this] { idle_progress_loop(); });
@@ -75,7 +84,7 @@ Engine::~Engine() {
   if (idle_progress_.joinable()) idle_progress_.join();
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
-  if (stage_) gpu_->free_pinned(stage_);
+  stages_.reset();
   if (retired_bytes_held_ == 0) return;
   late_sends_.reset();
   if (transport_->holds_operations()) {
@@ -116,7 +125,7 @@ int equal_contiguous_nodes(const std::vector<std::string>& nodes) {
 }
 
 Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
-  return create_comm(bootstrap, out, nullptr);
+  return create_comm(bootstrap, out, nullptr, nullptr);
 }
 
 namespace {
@@ -180,28 +189,59 @@ bool Engine::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status
   return all;
 }
 
+// Every member computes the same choice from the same blobs, so all fail or all succeed, after
+// the same number of rounds.
+Status Engine::agree_comm_id(Bootstrap& over, bool nested, uint32_t* out) {
+  const int n = over.size();
+  // One blob per member: which communicator ids are free there, and a random number.
+  const size_t id_bytes = kMaxCommIds / 8, blob_bytes = id_bytes + sizeof(uint32_t);
+  std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
+  const uint32_t nonce = static_cast<uint32_t>(std::random_device()());
+  std::memcpy(&mine[id_bytes], &nonce, sizeof(nonce));
+  constexpr int kIdRounds = 8;
+  for (int round = 0; round < kIdRounds; ++round) {
+    std::fill(mine.begin(), mine.begin() + id_bytes, 0);
+    offer_comm_ids(mine.data(), nested);
+    EFACOLL_RETURN_IF_ERROR(over.allgather(mine.data(), blob_bytes, all.data()));
+    std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= all[blob_bytes * r + i];
+    }
+    uint32_t rank0_nonce = 0;
+    std::memcpy(&rank0_nonce, &all[id_bytes], sizeof(rank0_nonce));
+    const uint32_t pick = pick_comm_id(free_everywhere, round, rank0_nonce);
+    if (pick == kMaxCommIds) break;
+    Status st;
+    const bool taken = take_comm_id(over, pick, nested, &st);
+    EFACOLL_RETURN_IF_ERROR(st);
+    if (taken) {
+      *out = pick;
+      return Status::ok();
+    }
+  }
+  return Status(Code::kUnsupported, "no communicator id free on every member");
+}
+
 Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
-                           const CostModel* inherit) {
+                           const CostModel* inherit, Bootstrap* ids_over) {
   const int n = bootstrap.size();
   if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
     return Status(Code::kUnsupported, "communicator larger than the tag can address");
   }
   const bool nested = inherit != nullptr;
-  // One blob per rank: which communicator ids are free here, a random number, then the endpoint
-  // address and the node.
   std::vector<uint8_t> address;
   {
     StateLock lock(busy_, nested);
     address = transport_->local_address();
   }
-  const size_t id_bytes = kMaxCommIds / 8;
-  constexpr size_t kHostBytes = 64;
-  const size_t nonce_at = id_bytes, len_at = nonce_at + sizeof(uint32_t);
-  const size_t blob_bytes = len_at + sizeof(uint32_t) + 256 + kHostBytes;
   if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
+  uint32_t id = kMaxCommIds;
+  EFACOLL_RETURN_IF_ERROR(agree_comm_id(ids_over ? *ids_over : bootstrap, nested, &id));
+
+  // One blob per rank: the endpoint address and the node.
+  constexpr size_t kHostBytes = 64;
+  const size_t len_at = 0, blob_bytes = sizeof(uint32_t) + 256 + kHostBytes;
   std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
-  const uint32_t nonce = static_cast<uint32_t>(std::random_device()());
-  std::memcpy(&mine[nonce_at], &nonce, sizeof(nonce));
   uint32_t len = static_cast<uint32_t>(address.size());
   std::memcpy(&mine[len_at], &len, sizeof(len));
   std::memcpy(&mine[len_at + sizeof(len)], address.data(), address.size());
@@ -209,28 +249,12 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   gethostname(host, kHostBytes - 1);
   const std::string node = config_.node_name.empty() ? host : config_.node_name;
   std::memcpy(&mine[blob_bytes - kHostBytes], node.data(), std::min(node.size(), kHostBytes - 1));
-
-  // Every member computes the same choice from the same blobs, so all fail or all succeed.
-  constexpr int kIdRounds = 8;
-  uint32_t id = kMaxCommIds;
-  for (int round = 0; round < kIdRounds && id == kMaxCommIds; ++round) {
-    std::fill(mine.begin(), mine.begin() + id_bytes, 0);
-    offer_comm_ids(mine.data(), nested);
-    EFACOLL_RETURN_IF_ERROR(bootstrap.allgather(mine.data(), blob_bytes, all.data()));
-    std::vector<uint8_t> free_everywhere(id_bytes, 0xff);
-    for (int r = 0; r < n; ++r) {
-      for (size_t i = 0; i < id_bytes; ++i) free_everywhere[i] &= all[blob_bytes * r + i];
-    }
-    uint32_t rank0_nonce = 0;
-    std::memcpy(&rank0_nonce, &all[nonce_at], sizeof(rank0_nonce));
-    const uint32_t pick = pick_comm_id(free_everywhere, round, rank0_nonce);
-    if (pick == kMaxCommIds) break;
-    Status st;
-    if (take_comm_id(bootstrap, pick, nested, &st)) id = pick;
-    EFACOLL_RETURN_IF_ERROR(st);
+  Status exchanged = bootstrap.allgather(mine.data(), blob_bytes, all.data());
+  if (!exchanged.is_ok()) {
+    StateLock lock(busy_, nested);
+    comm_ids_in_use_[id] = false;
+    return exchanged;
   }
-  if (id == kMaxCommIds)
-    return Status(Code::kUnsupported, "no communicator id free on every member");
 
   bool one_node = true;
   std::vector<std::string> nodes(n);

@@ -127,7 +127,7 @@ class CudaRuntime : public GpuRuntime {
   ~CudaRuntime() override {
     for (auto& kv : ops_) {
       int previous = set_device(kv.first);
-      kv.second.reset();
+      kv.second.all.clear();
       set_device(previous);
     }
     for (auto& kv : ll_) {
@@ -137,16 +137,22 @@ class CudaRuntime : public GpuRuntime {
     }
   }
 
-  Status local_ops(int device, LocalOps** out) override {
+  Status acquire_local_ops(int device, LocalOps** out) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& slot = ops_[device];
-    if (!slot) {
+    LocalOpsPool& pool = ops_[device];
+    if (pool.idle.empty()) {
       auto ops = std::make_unique<GpuLocalOps>();
       EFACOLL_RETURN_IF_ERROR(ops->init());
-      slot = std::move(ops);
+      pool.idle.push_back(ops.get());
+      pool.all.push_back(std::move(ops));
     }
-    *out = slot.get();
+    *out = pool.idle.back();
+    pool.idle.pop_back();
     return Status::ok();
+  }
+  void release_local_ops(int device, LocalOps* ops) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ops_[device].idle.push_back(static_cast<GpuLocalOps*>(ops));
   }
 
   Status alloc_device(int device, size_t bytes, void** out) override {
@@ -318,8 +324,13 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
+  // Streams of calls under way, and the idle ones the next calls take.
+  struct LocalOpsPool {
+    std::vector<std::unique_ptr<GpuLocalOps>> all;
+    std::vector<GpuLocalOps*> idle;
+  };
   std::mutex mutex_;
-  std::map<int, std::unique_ptr<GpuLocalOps>> ops_;
+  std::map<int, LocalOpsPool> ops_;
   std::map<int, LlResources> ll_;
 };
 

@@ -14,8 +14,11 @@ namespace efacoll {
 class GpuRuntime {
  public:
   virtual ~GpuRuntime() = default;
-  // The device's local operations (its own streams; never the user's). Owned by the runtime.
-  virtual Status local_ops(int device, LocalOps** out) = 0;
+  // Local operations on streams of the device's own (never the user's), for one call until it
+  // gives them back: calls under way at once (threads on different communicators) each have
+  // their own streams and completions. Owned by the runtime.
+  virtual Status acquire_local_ops(int device, LocalOps** out) = 0;
+  virtual void release_local_ops(int device, LocalOps* ops) = 0;
   virtual Status alloc_device(int device, size_t bytes, void** out) = 0;
   virtual void free_device(int device, void* ptr) = 0;
   virtual Status alloc_pinned(size_t bytes, void** out) = 0;

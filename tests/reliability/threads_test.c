@@ -4,11 +4,12 @@
  * Every --churn calls a thread also duplicates its communicator, makes a few calls on the
  * copy and frees it, so that communicators come and go while other threads' calls run. The
  * ranks' threads run at their own paces: the ranks take the threads' calls in different orders.
- * With --memory gpu the calls' buffers are on the GPU, as in soak_test's, and the threads take
- * turns in one order on every rank: efacoll holds its lock through a GPU call, so GPU calls that
- * the ranks' threads ordered differently would wait for each other until EFACOLL_TIMEOUT
- * (docs/architecture.md, Threads). What that checks: GPU calls and communicators made from
- * several threads, each its own CUDA context binding.
+ * With --memory gpu the calls' buffers are on the GPU, as in soak_test's, at the threads' own
+ * paces too (--gpu-order free): efacoll's GPU calls lend its lock while they wait for peers.
+ * Not its low-latency protocol's (small calls inside a node of GPUs of their own): those must
+ * come in one order on every rank, as NCCL's kernels must (docs/architecture.md, Threads), so
+ * where it runs, free order needs EFACOLL_IPC_LL_MAX=0. --gpu-order turns has the threads take
+ * turns in one order on every rank.
  *
  * Exit 77 (skipped) where the MPI does not provide MPI_THREAD_MULTIPLE; 1 on any mismatch,
  * error, or when efacoll does not report the thread level or did not run the calls. */
@@ -29,7 +30,8 @@ typedef struct {
   long calls, churn;
   size_t max_bytes;
   uint64_t seed;
-  int gpu; /* GPU buffers; the threads take turns */
+  int gpu;   /* GPU buffers */
+  int turns; /* the threads take turns in one order on every rank */
   int nthreads;
   rk_tally tally;
   long churned;
@@ -45,24 +47,24 @@ static void run_on(worker* w, MPI_Comm comm, long i, const char* who) {
   rk_run_counted(&c, comm, who, &w->tally, 10);
 }
 
-/* The turns of --memory gpu: thread t's iteration i is turn i x threads + t on every rank. */
+/* The turns of --gpu-order turns: thread t's iteration i is turn i x threads + t on every rank. */
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t next;
   long turn;
-} turns = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+} turn_state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
 static void turn_wait(long mine) {
-  pthread_mutex_lock(&turns.lock);
-  while (turns.turn != mine) pthread_cond_wait(&turns.next, &turns.lock);
-  pthread_mutex_unlock(&turns.lock);
+  pthread_mutex_lock(&turn_state.lock);
+  while (turn_state.turn != mine) pthread_cond_wait(&turn_state.next, &turn_state.lock);
+  pthread_mutex_unlock(&turn_state.lock);
 }
 
 static void turn_pass(void) {
-  pthread_mutex_lock(&turns.lock);
-  turns.turn++;
-  pthread_cond_broadcast(&turns.next);
-  pthread_mutex_unlock(&turns.lock);
+  pthread_mutex_lock(&turn_state.lock);
+  turn_state.turn++;
+  pthread_cond_broadcast(&turn_state.next);
+  pthread_mutex_unlock(&turn_state.lock);
 }
 
 static void* thread_main(void* arg) {
@@ -71,7 +73,7 @@ static void* thread_main(void* arg) {
   snprintf(who, sizeof(who), "rank %d thread %d", w->rank, w->index);
   if (w->gpu) gm_bind_thread();
   for (long i = 0; i < w->calls; ++i) {
-    if (w->gpu) turn_wait(i * w->nthreads + w->index);
+    if (w->turns) turn_wait(i * w->nthreads + w->index);
     run_on(w, w->comm, i, who);
     if (w->churn > 0 && (i + 1) % w->churn == 0) {
       MPI_Comm copy;
@@ -80,7 +82,7 @@ static void* thread_main(void* arg) {
       MPI_Comm_free(&copy);
       w->churned++;
     }
-    if (w->gpu) turn_pass();
+    if (w->turns) turn_pass();
   }
   return NULL;
 }
@@ -115,9 +117,13 @@ int main(int argc, char** argv) {
   const long calls = arg_long(argc, argv, "--calls", 250);
   const char* memory = arg_text(argc, argv, "--memory", "host");
   const int gpu = !strcmp(memory, "gpu");
-  if (nthreads < 1 || nthreads > kMaxThreads || calls < 0 || (!gpu && strcmp(memory, "host"))) {
+  const char* order = arg_text(argc, argv, "--gpu-order", "free");
+  const int turns = gpu && !strcmp(order, "turns");
+  if (nthreads < 1 || nthreads > kMaxThreads || calls < 0 || (!gpu && strcmp(memory, "host")) ||
+      (strcmp(order, "free") && strcmp(order, "turns"))) {
     if (rank == 0) fprintf(stderr, "usage: threads_test [--threads 1-%d] [--calls N] "
-                                   "[--max-bytes B] [--churn K] [--seed S] [--memory host|gpu]\n",
+                                   "[--max-bytes B] [--churn K] [--seed S] [--memory host|gpu] "
+                                   "[--gpu-order free|turns]\n",
                            kMaxThreads);
     MPI_Finalize();
     return 2;
@@ -136,7 +142,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     printf("threads_test: %d ranks x %d threads x %ld calls, up to %ld bytes, %s memory%s, "
            "efacoll %s\n", size, nthreads, calls, arg_long(argc, argv, "--max-bytes", 1 << 20),
-           memory, gpu ? " (threads take turns)" : "",
+           memory, turns ? " (threads take turns)" : "",
            active ? "active (MPI_THREAD_MULTIPLE)" : "inactive");
     fflush(stdout);
   }
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
     w[t].max_bytes = (size_t)arg_long(argc, argv, "--max-bytes", 1 << 20);
     w[t].seed = (uint64_t)arg_long(argc, argv, "--seed", 1);
     w[t].gpu = gpu;
+    w[t].turns = turns;
     w[t].nthreads = nthreads;
     MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <thread>
 
+#include "gpu/gpu_runtime.h"
 #include "reference.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
@@ -66,7 +67,7 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
       EngineConfig config = setup.config;
       if (setup.node_size > 0) config.node_name = "node " + std::to_string(r / setup.node_size);
       if (setup.adjust) setup.adjust(r, &config);
-      Engine engine(std::move(transport), config);
+      Engine engine(std::move(transport), config, setup.gpu ? setup.gpu(r) : nullptr);
       ThreadBootstrap bootstrap(group, r);
       std::unique_ptr<Comm> comm;
       Status st = engine.create_comm(bootstrap, &comm);
@@ -88,7 +89,8 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
   return all;
 }
 
-std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count) {
+std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
+                                     MemKind memory) {
   Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
   CollArgs a;
   a.kind = CollKind::kAllreduce;
@@ -97,6 +99,8 @@ std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t co
   a.dtype = DType::kInt32;
   a.op = ROp::kSum;
   a.inplace = true;
+  a.recv_mem = memory;
+  if (is_gpu(memory)) a.device = 0;
   const Status st = comm.run(a);
   if (!st.is_ok()) return st.to_string();
   return compare(buf, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);

@@ -54,6 +54,8 @@ struct RankSetup {
   std::function<void(int rank, EngineConfig* config)> adjust;  // one rank's own settings
   // One rank's transport, made from the one it would have (fault injection).
   std::function<std::unique_ptr<Transport>(int rank, std::unique_ptr<Transport>)> wrap;
+  // One rank's GPU runtime (none: GPU buffers are refused).
+  std::function<std::unique_ptr<GpuRuntime>(int rank)> gpu;
 };
 
 struct RankContext {
@@ -72,8 +74,9 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
 
 // Rank `rank`'s make_input (int32, sum, `count` elements) allreduced in place on `comm` and
 // checked against expected_reduction over `nranks`: "" when exact, else the error or the
-// difference.
-std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count);
+// difference. `memory`: what the call is told the buffer is (kDevice: a GPU call on device 0).
+std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
+                                     MemKind memory = MemKind::kHost);
 
 // Whether a libfabric provider can be opened here (tests skip, saying why, when not).
 bool provider_available(const std::string& name);

@@ -1,0 +1,52 @@
+#include "engine/stage_pool.h"
+
+#include <algorithm>
+
+namespace efacoll {
+
+StagePool::~StagePool() {
+  for (auto& s : stages_) memory_.free(s->ptr);
+}
+
+Status StagePool::acquire(size_t bytes, StageSet** out) {
+  StageSet* fits = nullptr;
+  StageSet* largest = nullptr;
+  for (auto& s : stages_) {
+    if (s->busy) continue;
+    if (s->bytes >= bytes && (!fits || s->bytes < fits->bytes)) fits = s.get();
+    if (!largest || s->bytes > largest->bytes) largest = s.get();
+  }
+  StageSet* stage = fits;
+  if (!stage) {
+    if (largest) {
+      memory_.forget(largest->id);
+      memory_.free(largest->ptr);
+      largest->ptr = nullptr;
+      largest->bytes = 0;
+      stage = largest;
+    } else {
+      stages_.push_back(std::make_unique<StageSet>());
+      stage = stages_.back().get();
+    }
+    Status st = memory_.alloc(bytes, &stage->ptr);
+    if (!st.is_ok()) {
+      stages_.erase(std::find_if(stages_.begin(), stages_.end(),
+                                 [stage](const auto& s) { return s.get() == stage; }));
+      return st;
+    }
+    stage->bytes = bytes;
+    stage->id = memory_.next_id();
+  }
+  stage->busy = true;
+  *out = stage;
+  return Status::ok();
+}
+
+void* StagePool::retire(StageSet* stage) {
+  void* ptr = stage->ptr;
+  stages_.erase(std::find_if(stages_.begin(), stages_.end(),
+                             [stage](const auto& s) { return s.get() == stage; }));
+  return ptr;
+}
+
+}  // namespace efacoll
