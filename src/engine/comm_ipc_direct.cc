@@ -5,10 +5,7 @@
 // copy. In-place reduce-scatter is left to the round-based path: its result would overwrite input
 // a peer may still be reading. So are buffers that cannot be exported (managed memory, pools).
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "coll/ring_layout.h"
 #include "efacoll/engine.h"
@@ -74,36 +71,19 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   std::vector<uint8_t*> sends(size_), recvs(size_);
   sends[rank_] = const_cast<uint8_t*>(send);
   recvs[rank_] = recv;
+  // Mapped only while this call holds the engine's lock (it maps, works and lets go before its
+  // closing barrier lends the lock): no other thread's call holds a mapping in the way. A peer's
+  // buffers that share a driver chunk map once per process; such a mapping that another call
+  // kept cached, idle, makes way (IpcMappings).
   IpcMappings::Call mapped;
-  auto map_peers = [&]() -> Status {
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
-      // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
-      // their outputs, allreduce does both.
-      if (args.kind != CollKind::kAllgather)
-        EFACOLL_RETURN_IF_ERROR(map_peer(s, &mapped, p, all[p].send, &sends[p]));
-      if (args.kind != CollKind::kReduceScatter)
-        EFACOLL_RETURN_IF_ERROR(map_peer(s, &mapped, p, all[p].recv, &recvs[p]));
+  for (int p = 0; p < size_ && st.is_ok(); ++p) {
+    if (p == rank_) continue;
+    // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
+    // their outputs, allreduce does both.
+    if (args.kind != CollKind::kAllgather) st = map_peer(s, &mapped, p, all[p].send, &sends[p]);
+    if (st.is_ok() && args.kind != CollKind::kReduceScatter) {
+      st = map_peer(s, &mapped, p, all[p].recv, &recvs[p]);
     }
-    return Status::ok();
-  };
-  st = map_peers();
-  // A peer's buffers that share a driver chunk map once per process: another thread's call
-  // under way may hold the chunk mapped for another of its buffers. This call then lets go of
-  // its own mappings (holding none while it waits, it cannot wait on a call that waits on it),
-  // lends the lock and maps again, until that call has ended or EFACOLL_TIMEOUT has passed.
-  std::unique_lock<std::mutex>* lock = lendable_lock();
-  const auto deadline = std::chrono::steady_clock::now() + engine_->config_.timeout;
-  while (st.code() == Code::kAgain && lock && std::chrono::steady_clock::now() < deadline) {
-    s.mappings->end_call(&mapped);
-    lock->unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    lock->lock();
-    st = map_peers();
-  }
-  if (st.code() == Code::kAgain && lock) {
-    st = Status(Code::kTimeout, "a peer's buffer shares driver memory that another call kept " +
-                                    std::string("mapped past EFACOLL_TIMEOUT: ") + st.message());
   }
   // Own input first: in place, dst aliases it and must be read before it is overwritten.
   auto fold = [&](uint8_t* dst, size_t at, size_t count) -> Status {
@@ -143,11 +123,13 @@ Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
       }
     }
   }
-  // Nobody leaves (and lets the caller reuse its buffers) while a peer still reads or writes them.
+  // Our reads and writes of the peers' buffers are done (the copies and reductions are
+  // synchronous). Nobody leaves (and lets the caller reuse its buffers) while a peer still reads
+  // or writes them.
+  s.mappings->end_call(&mapped);
   uint8_t token = st.is_ok();
   std::vector<uint8_t> tokens(size_);
   Status done = host_allgather(&token, 1, tokens.data());
-  s.mappings->end_call(&mapped);
   if (!st.is_ok()) return st;
   EFACOLL_RETURN_IF_ERROR(done);
   // Peers write parts of our result: one that failed leaves it incomplete.
