@@ -43,7 +43,9 @@
 #   threads-shm  the same on shm
 #   threads-staged-tcp  the same with CUDA IPC off: every call over the staged fabric path
 #   threads-hier-tcp  the same on 4 ranks as 2 nodes of 2 (hierarchical calls)
-#   threads-turns-shm  the threads take turns in one order on every rank, low-latency protocol on
+#   threads-turns-shm  the threads take turns in one order on every rank, the low-latency
+#              protocol on (where ranks have GPUs of their own: NP ranks sharing one GPU run
+#              without it)
 #   fork-tcp   efacoll_fork_test --memory gpu: children forked after MPI_Init (exiting, exec,
 #              computing, writing registered memory) between random calls on GPU memory
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks

@@ -237,6 +237,9 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
   uint32_t id = kMaxCommIds;
   EFACOLL_RETURN_IF_ERROR(agree_comm_id(ids_over ? *ids_over : bootstrap, nested, &id));
+  // Counted with its id: the exchange below lends the parent's lock, and a count taken meanwhile
+  // must not see the id as a caller's communicator.
+  if (nested) ++nested_comms_;
 
   // One blob per rank: the endpoint address and the node.
   constexpr size_t kHostBytes = 64;
@@ -253,6 +256,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   if (!exchanged.is_ok()) {
     StateLock lock(busy_, nested);
     comm_ids_in_use_[id] = false;
+    if (nested) --nested_comms_;
     return exchanged;
   }
 
@@ -270,8 +274,7 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
 
   // From here the id is ours: the communicator gives it back when it goes.
   std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
-  comm->nested_ = nested;
-  if (nested) ++nested_comms_;  // under the parent's lock, as its ~Comm is
+  comm->nested_ = nested;  // ~Comm gives back its id and its count
   comm->one_node_ = one_node;
   comm->hier_per_node_ = equal_contiguous_nodes(nodes);
   {

@@ -122,6 +122,9 @@ class GpuLocalOps : public LocalOps {
   std::vector<cudaEvent_t> free_events_;
 };
 
+// No call's sequence (they count from EFACOLL_IPC_LL_SEQ_START, far below).
+constexpr uint64_t kLlNotDone = ~uint64_t(0);
+
 class CudaRuntime : public GpuRuntime {
  public:
   ~CudaRuntime() override {
@@ -238,6 +241,9 @@ class CudaRuntime : public GpuRuntime {
     LlResources* r = nullptr;
     EFACOLL_RETURN_IF_ERROR(ll_resources(device, &r));
     *static_cast<volatile uint64_t*>(r->signal.fault) = 0;
+    // The word is the device's, and another communicator's call may have ended with this
+    // sequence: only this call's kernel may set it to it.
+    *static_cast<volatile uint64_t*>(r->signal.done) = kLlNotDone;
     if (call.split) {
       EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush, r->signal, r->stream));
       EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlFinish, r->signal, r->stream));

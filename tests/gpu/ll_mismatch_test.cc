@@ -335,5 +335,39 @@ TEST_F(LlMismatch, ThroughTheRuntimeAStopOfTheProcessIsNotCountedAgainstTheTimeo
   expect_exact_allreduce(1, usual.count);
 }
 
+// The runtime's done word is the device's, shared by every communicator, and each communicator
+// counts its sequence from the same start: a call whose sequence an earlier call (another
+// communicator's) had already ended found the word set and returned while its kernel still
+// waited for the peers (until 2026-12-03). Here the second call's peer never comes: it must
+// time out, not return at once.
+TEST_F(LlMismatch, ThroughTheRuntimeACallWaitsForItsOwnKernelAfterAnotherCallOfItsSequence) {
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const uint64_t timeout_ns = 1500ull * 1000 * 1000;
+  const LlCall first = prepare(0, usual, 1, timeout_ns);
+  launch(1, usual, 1, timeout_ns);
+  LlFault fault;
+  ASSERT_TRUE(runtime->run_ll(0, first, &fault).is_ok());
+  wait_all({1});
+  expect_exact_allreduce(0, usual.count);
+  make_world(2);  // another communicator: its own regions, its sequence from the same start
+  const LlCall second = prepare(0, usual, 1, timeout_ns);
+  // Prepared now (its input copy, on the legacy stream, would wait for rank 0's kernel), and
+  // launched only where run_ll returned early: rank 0's kernel, left waiting with nobody raising
+  // its heartbeat, would otherwise never end, and the test would hang instead of failing.
+  const LlCall rescue = prepare(1, usual, 1, timeout_ns);
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = runtime->run_ll(0, second, &fault);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.to_string();
+  EXPECT_GT(took, 1.4);
+  if (st.is_ok()) {
+    ASSERT_TRUE(ll_launch(rescue, kLlPush | kLlFinish, signals_[1], stream(1)).is_ok());
+    wait_all({1});
+  }
+}
+
 }  // namespace
 }  // namespace efacoll
