@@ -179,8 +179,10 @@ class Engine {
   // same rounds through the parent's allgather, whichever subset it is in.
   Status create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out, const CostModel* inherit,
                      Bootstrap* ids_over);
-  // An id free on every member of `over`, taken (rounds: take_comm_id).
-  Status agree_comm_id(Bootstrap& over, bool nested, uint32_t* id);
+  // An id free on every member of `over`, taken (rounds: take_comm_id). `payload` rides with
+  // the offers: *payloads gets every member's, in rank order.
+  Status agree_comm_id(Bootstrap& over, bool nested, const std::vector<uint8_t>& payload,
+                       std::vector<uint8_t>* payloads, uint32_t* id);
   // Frees what was retired once the transport awaits no late write and holds no operation
   // (comm_late_writes.cc).
   void release_retired_memory();

@@ -191,13 +191,16 @@ bool Engine::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status
 
 // Every member computes the same choice from the same blobs, so all fail or all succeed, after
 // the same number of rounds.
-Status Engine::agree_comm_id(Bootstrap& over, bool nested, uint32_t* out) {
+Status Engine::agree_comm_id(Bootstrap& over, bool nested, const std::vector<uint8_t>& payload,
+                             std::vector<uint8_t>* payloads, uint32_t* out) {
   const int n = over.size();
-  // One blob per member: which communicator ids are free there, and a random number.
-  const size_t id_bytes = kMaxCommIds / 8, blob_bytes = id_bytes + sizeof(uint32_t);
+  // One blob per member: which communicator ids are free there, a random number, the payload.
+  const size_t id_bytes = kMaxCommIds / 8, payload_at = id_bytes + sizeof(uint32_t);
+  const size_t blob_bytes = payload_at + payload.size();
   std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
   const uint32_t nonce = static_cast<uint32_t>(std::random_device()());
   std::memcpy(&mine[id_bytes], &nonce, sizeof(nonce));
+  std::copy(payload.begin(), payload.end(), mine.begin() + payload_at);
   constexpr int kIdRounds = 8;
   for (int round = 0; round < kIdRounds; ++round) {
     std::fill(mine.begin(), mine.begin() + id_bytes, 0);
@@ -215,6 +218,11 @@ Status Engine::agree_comm_id(Bootstrap& over, bool nested, uint32_t* out) {
     const bool taken = take_comm_id(over, pick, nested, &st);
     EFACOLL_RETURN_IF_ERROR(st);
     if (taken) {
+      payloads->resize(payload.size() * n);
+      for (int r = 0; r < n; ++r) {
+        std::copy_n(&all[blob_bytes * r + payload_at], payload.size(),
+                    payloads->begin() + payload.size() * r);
+      }
       *out = pick;
       return Status::ok();
     }
@@ -235,16 +243,11 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
     address = transport_->local_address();
   }
   if (address.size() > 256) return Status(Code::kInternal, "endpoint address too long");
-  uint32_t id = kMaxCommIds;
-  EFACOLL_RETURN_IF_ERROR(agree_comm_id(ids_over ? *ids_over : bootstrap, nested, &id));
-  // Counted with its id: the exchange below lends the parent's lock, and a count taken meanwhile
-  // must not see the id as a caller's communicator.
-  if (nested) ++nested_comms_;
-
-  // One blob per rank: the endpoint address and the node.
+  // One blob per rank: the endpoint address and the node. It rides with the id's rounds where
+  // the same members agree on the id; else it takes an allgather of its own afterwards.
   constexpr size_t kHostBytes = 64;
   const size_t len_at = 0, blob_bytes = sizeof(uint32_t) + 256 + kHostBytes;
-  std::vector<uint8_t> mine(blob_bytes, 0), all(blob_bytes * n);
+  std::vector<uint8_t> mine(blob_bytes, 0), all;
   uint32_t len = static_cast<uint32_t>(address.size());
   std::memcpy(&mine[len_at], &len, sizeof(len));
   std::memcpy(&mine[len_at + sizeof(len)], address.data(), address.size());
@@ -252,12 +255,25 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
   gethostname(host, kHostBytes - 1);
   const std::string node = config_.node_name.empty() ? host : config_.node_name;
   std::memcpy(&mine[blob_bytes - kHostBytes], node.data(), std::min(node.size(), kHostBytes - 1));
-  Status exchanged = bootstrap.allgather(mine.data(), blob_bytes, all.data());
-  if (!exchanged.is_ok()) {
-    StateLock lock(busy_, nested);
-    comm_ids_in_use_[id] = false;
-    if (nested) --nested_comms_;
-    return exchanged;
+  uint32_t id = kMaxCommIds;
+  if (!ids_over) {
+    EFACOLL_RETURN_IF_ERROR(agree_comm_id(bootstrap, nested, mine, &all, &id));
+  } else {
+    std::vector<uint8_t> none;
+    EFACOLL_RETURN_IF_ERROR(agree_comm_id(*ids_over, nested, {}, &none, &id));
+  }
+  // Counted with its id: the exchange below lends the parent's lock, and a count taken meanwhile
+  // must not see the id as a caller's communicator.
+  if (nested) ++nested_comms_;
+  if (ids_over) {
+    all.resize(blob_bytes * n);
+    Status exchanged = bootstrap.allgather(mine.data(), blob_bytes, all.data());
+    if (!exchanged.is_ok()) {
+      StateLock lock(busy_, nested);
+      comm_ids_in_use_[id] = false;
+      if (nested) --nested_comms_;
+      return exchanged;
+    }
   }
 
   bool one_node = true;
