@@ -1,6 +1,7 @@
 #include "engine/ipc_mappings.h"
 
-#include <algorithm>
+#include <iterator>
+#include <utility>
 
 namespace efacoll {
 
@@ -9,7 +10,6 @@ IpcMappings::IpcMappings(Open open, Close close, size_t kept)
 
 IpcMappings::~IpcMappings() {
   for (auto& kv : cached_) close_(kv.second.base);
-  for (void* m : calls_own_) close_(m);
 }
 
 void IpcMappings::forget(std::map<Key, Cached>::iterator it) {
@@ -43,7 +43,6 @@ Status IpcMappings::map(Call* call, uint64_t process, uint64_t buffer_id, const 
     EFACOLL_RETURN_IF_ERROR(open(process, handle, base));
     if (!buffer_id) {
       call->own.push_back(*base);
-      calls_own_.push_back(*base);
       return Status::ok();
     }
     it = cached_.emplace(key, Cached{*base, 0}).first;
@@ -62,10 +61,7 @@ Status IpcMappings::open_kept(uint64_t process, const void* handle, void** base)
 }
 
 void IpcMappings::end_call(Call* call) {
-  for (void* m : call->own) {
-    close_(m);
-    calls_own_.erase(std::find(calls_own_.begin(), calls_own_.end(), m));
-  }
+  for (void* m : call->own) close_(m);
   for (const Key& key : call->used) --cached_.at(key).users;
   call->own.clear();
   call->used.clear();

@@ -30,7 +30,7 @@ class IpcMappings {
   using Open = std::function<Status(const void* handle, void** out)>;
   using Close = std::function<void(void* mapped)>;
   IpcMappings(Open open, Close close, size_t kept);
-  ~IpcMappings();  // closes every mapping
+  ~IpcMappings();  // closes every cached mapping (a call's own ones close at its end_call)
   IpcMappings(const IpcMappings&) = delete;
   IpcMappings& operator=(const IpcMappings&) = delete;
 
@@ -60,8 +60,6 @@ class IpcMappings {
   size_t kept_;
   std::map<Key, Cached> cached_;
   std::list<Key> recent_;  // most recent first
-  // Uncached mappings of calls under way: closed by their calls, or at the end.
-  std::vector<void*> calls_own_;
 };
 
 }  // namespace efacoll

@@ -30,8 +30,7 @@ Status StagePool::acquire(size_t bytes, StageSet** out) {
     }
     Status st = memory_.alloc(bytes, &stage->ptr);
     if (!st.is_ok()) {
-      stages_.erase(std::find_if(stages_.begin(), stages_.end(),
-                                 [stage](const auto& s) { return s.get() == stage; }));
+      remove(stage);
       return st;
     }
     stage->bytes = bytes;
@@ -42,10 +41,14 @@ Status StagePool::acquire(size_t bytes, StageSet** out) {
   return Status::ok();
 }
 
-void* StagePool::retire(StageSet* stage) {
-  void* ptr = stage->ptr;
+void StagePool::remove(StageSet* stage) {
   stages_.erase(std::find_if(stages_.begin(), stages_.end(),
                              [stage](const auto& s) { return s.get() == stage; }));
+}
+
+void* StagePool::retire(StageSet* stage) {
+  void* ptr = stage->ptr;
+  remove(stage);
   return ptr;
 }
 

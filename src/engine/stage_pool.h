@@ -43,6 +43,8 @@ class StagePool {
   size_t sets() const { return stages_.size(); }
 
  private:
+  void remove(StageSet* stage);  // out of the pool; its memory is not freed
+
   Memory memory_;
   std::vector<std::unique_ptr<StageSet>> stages_;
 };
