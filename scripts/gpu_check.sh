@@ -39,7 +39,8 @@
 #   threads-tcp  efacoll_threads_test --memory gpu: MPI_THREAD_MULTIPLE, 4 threads per rank on
 #              their own communicators (and copies made and freed), random calls on GPU memory,
 #              each thread at its own pace (the ranks order the threads' calls differently);
-#              EFACOLL_IPC_LL_MAX=0, since low-latency kernels must come in one order
+#              EFACOLL_IPC_LL_MAX=0: the test frees every call's buffers (cuMemFree waits for
+#              every kernel, a low-latency one waiting for peers too)
 #   threads-shm  the same on shm
 #   threads-staged-tcp  the same with CUDA IPC off: every call over the staged fabric path
 #   threads-hier-tcp  the same on 4 ranks as 2 nodes of 2 (hierarchical calls)

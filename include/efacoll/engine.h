@@ -321,9 +321,8 @@ class Comm {
   // The engine's lock while run() holds it and may lend it out (see EngineConfig::concurrent).
   std::unique_lock<std::mutex>* yield_lock_ = nullptr;
   // The lock the running call may lend while it waits for peers: run()'s, or for a
-  // sub-communicator its parent's call's; none while a low-latency kernel may spin (keep_lock_).
+  // sub-communicator its parent's call's.
   std::unique_lock<std::mutex>* lendable_lock() const;
-  bool keep_lock_ = false;
   bool nested_ = false;           // made inside a collective of its parent, whose lock covers it
   const Comm* parent_ = nullptr;  // of a sub-communicator
   std::vector<uint64_t> peers_;

@@ -77,10 +77,11 @@
     "(together: (ranks-1) x the vector for allreduce, (ranks-1) x a block otherwise) use the "    \
     "low-latency protocol: one kernel pushes the data into the peers' memory and waits on flags " \
     "there, with no host barrier. Each rank's workspace grows by about twice this. 0: off. "      \
-    "Under MPI_THREAD_MULTIPLE, such calls of different threads (and hierarchical calls whose "   \
-    "in-node phase is this small) must come in the same order on every rank, as NCCL asks of its " \
-    "kernels (their kernel waits for the peers holding efacoll's lock; other calls lend it while " \
-    "they wait); 0 lifts that.")                                                                  \
+    "Under MPI_THREAD_MULTIPLE such calls lend efacoll's lock while their kernel waits, so "      \
+    "threads' calls may come in any order; but a device-wide synchronisation made meanwhile "     \
+    "(cudaFree, cudaDeviceSynchronize, MPI_Comm_free of a communicator with GPU memory) waits "   \
+    "for such a kernel, as with NCCL's, and threads that free GPU memory while others' calls "    \
+    "wait may wait for each other until EFACOLL_TIMEOUT; 0 avoids that.")                       \
   X(kIpcLlSeqStart, "EFACOLL_IPC_LL_SEQ_START", kInteger, "0",                                    \
     "Testing: the low-latency protocol's sequence number before a communicator's first call. "    \
     "4294967290 crosses the wrap of its 32-bit packed flags within a few calls.")                 \

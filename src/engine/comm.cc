@@ -12,6 +12,7 @@
 #include "efacoll/engine.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
+#include "engine/lock_lent.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 #include "transport/mr_cache.h"
@@ -147,15 +148,21 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const TunedChoice
 }
 
 // A device copy of a host buffer, for calls that mix host and GPU buffers: kernels cannot
-// touch pageable host memory.
+// touch pageable host memory. Allocated and freed with the call's lock lent (lock_lent.h).
 class DeviceTemp {
  public:
-  DeviceTemp(GpuRuntime* gpu, int device) : gpu_(gpu), device_(device) {}
+  DeviceTemp(GpuRuntime* gpu, int device, std::unique_lock<std::mutex>* lock)
+      : gpu_(gpu), device_(device), lock_(lock) {}
   ~DeviceTemp() {
-    if (ptr_) gpu_->free_device(device_, ptr_);
+    if (!ptr_) return;
+    LockLent lent(lock_);
+    gpu_->free_device(device_, ptr_);
   }
   Status make(size_t bytes, const void* fill_from) {
-    EFACOLL_RETURN_IF_ERROR(gpu_->alloc_device(device_, bytes, &ptr_));
+    {
+      LockLent lent(lock_);
+      EFACOLL_RETURN_IF_ERROR(gpu_->alloc_device(device_, bytes, &ptr_));
+    }
     return fill_from && bytes ? gpu_->copy(ptr_, fill_from, bytes) : Status::ok();
   }
   void* get() const { return ptr_; }
@@ -163,6 +170,7 @@ class DeviceTemp {
  private:
   GpuRuntime* gpu_;
   int device_;
+  std::unique_lock<std::mutex>* lock_;
   void* ptr_ = nullptr;
 };
 
@@ -195,10 +203,14 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
     return Status::ok();
   }
   const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
-  if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
+  void* old = gpu_scratch_;
   gpu_scratch_ = nullptr;
   gpu_scratch_bytes_ = 0;
-  EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
+  {
+    LockLent lent(lendable_lock());
+    if (old) engine_->gpu_->free_device(gpu_scratch_device_, old);
+    EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
+  }
   gpu_scratch_bytes_ = want;
   gpu_scratch_device_ = device;
   return Status::ok();
@@ -211,17 +223,13 @@ Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
 }
 
 std::unique_lock<std::mutex>* Comm::lendable_lock() const {
-  if (keep_lock_) return nullptr;
   return parent_ ? parent_->lendable_lock() : yield_lock_;
 }
 
 Status Comm::run(const CollArgs& args) {
   std::unique_lock<std::mutex> busy(engine_->busy_);
-  // Calls lend the lock out while they wait for peers; GPU calls have streams and staging slots
-  // of their own (comm_execute.cc). Not the low-latency protocol's: its kernel waits for the
-  // peers on the GPU, and two such kernels of calls the ranks ordered differently would each
-  // hold their process's lock while waiting for the other (NCCL asks the same order of
-  // kernels on every rank).
+  // Calls lend the lock out while they wait for peers; GPU calls have streams, staging slots
+  // and low-latency kernel streams of their own (comm_execute.cc, comm_ipc_ll.cc).
   yield_lock_ = engine_->config_.concurrent ? &busy : nullptr;
   user_call_ = true;
   trial_call_ = TrialCall();
@@ -274,7 +282,7 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   // Host buffers in a GPU call are replaced by device copies (in and out).
   CollArgs a = args;
-  DeviceTemp send_tmp(rt, args.device), recv_tmp(rt, args.device);
+  DeviceTemp send_tmp(rt, args.device, lendable_lock()), recv_tmp(rt, args.device, lendable_lock());
   if (!args.inplace && !is_gpu(args.send_mem)) {
     EFACOLL_RETURN_IF_ERROR(send_tmp.make(plan.send_bytes, args.sendbuf));
     a.sendbuf = send_tmp.get();
@@ -291,9 +299,7 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   Status st;
   if (ll) {
-    keep_lock_ = true;
     st = run_ipc_ll(a, ll_call);
-    keep_lock_ = false;
   } else if (in_node) {
     const bool direct = ipc_direct_possible(a);
     if (watch) {

@@ -5,6 +5,7 @@
 #include "core/call_signature.h"
 #include "efacoll/engine.h"
 #include "engine/ipc_state.h"
+#include "engine/lock_lent.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 
@@ -58,8 +59,16 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   call.seq = s.ll_seq;
   call.timeout_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config_.timeout).count());
+  // The lock is lent while the kernel waits for the peers, as fabric calls lend it: the peers'
+  // threads may run another communicator's call first, and this process's thread for that call
+  // must get in meanwhile (the runtime gives each call streams of its own).
+  call.lends_lock = lendable_lock() != nullptr;
   LlFault fault;
-  Status st = s.gpu->run_ll(s.device, call, &fault);
+  Status st;
+  {
+    LockLent lent(lendable_lock());
+    st = s.gpu->run_ll(s.device, call, &fault);
+  }
   const std::string what =
       std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
   if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());

@@ -134,9 +134,13 @@ class CudaRuntime : public GpuRuntime {
       set_device(previous);
     }
     for (auto& kv : ll_) {
-      if (kv.second.stream) cudaStreamDestroy(kv.second.stream);
-      if (kv.second.signal.done) cudaFreeHost(kv.second.signal.done);
-      if (kv.second.signal.arrivals) cudaFree(kv.second.signal.arrivals);
+      for (auto& r : kv.second.all) {
+        for (cudaStream_t s : {r->stream, r->apart})
+          if (s) cudaStreamDestroy(s);
+        if (r->legacy_done) cudaEventDestroy(r->legacy_done);
+        if (r->signal.done) cudaFreeHost(r->signal.done);
+        if (r->signal.arrivals) cudaFree(r->signal.arrivals);
+      }
     }
   }
 
@@ -239,19 +243,90 @@ class CudaRuntime : public GpuRuntime {
   Status run_ll(int device, const LlCall& call, LlFault* fault_out) override {
     if (call.segments == 0) return Status::ok();
     LlResources* r = nullptr;
-    EFACOLL_RETURN_IF_ERROR(ll_resources(device, &r));
-    *static_cast<volatile uint64_t*>(r->signal.fault) = 0;
-    // The word is the device's, and another communicator's call may have ended with this
-    // sequence: only this call's kernel may set it to it.
-    *static_cast<volatile uint64_t*>(r->signal.done) = kLlNotDone;
-    if (call.split) {
-      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush, r->signal, r->stream));
-      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlFinish, r->signal, r->stream));
-    } else {
-      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush | kLlFinish, r->signal, r->stream));
+    EFACOLL_RETURN_IF_ERROR(acquire_ll(device, &r));
+    const Status st = run_ll_on(*r, call, fault_out);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ll_[device].idle.push_back(r);
+    return st;
+  }
+
+  int set_device(int device) override {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    if (device >= 0 && device != previous) cudaSetDevice(device);
+    return previous;
+  }
+
+ private:
+  // One call's kernel streams and signal words. Calls of several threads, which lend the
+  // engine's lock while their kernels wait for the peers, each take their own: kernels that the
+  // ranks' threads started in different orders then wait for their peers side by side, where
+  // one stream would queue the second behind the first.
+  struct LlResources {
+    // Blocking: the kernel starts after the work the caller queued on the legacy default
+    // stream, like the copies.
+    cudaStream_t stream = nullptr;
+    // Non-blocking, ordered after the legacy stream's work so far through legacy_done, for calls
+    // that lend the lock: another thread's copy on the legacy stream must not wait for a kernel
+    // that waits for peers, whose own kernels may wait for that thread's call.
+    cudaStream_t apart = nullptr;
+    cudaEvent_t legacy_done = nullptr;
+    LlSignal signal;
+  };
+  struct LlPool {
+    std::vector<std::unique_ptr<LlResources>> all;
+    std::vector<LlResources*> idle;
+  };
+
+  Status acquire_ll(int device, LlResources** out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    LlPool& pool = ll_[device];
+    if (pool.idle.empty()) {
+      pool.all.push_back(std::make_unique<LlResources>());
+      LlResources& r = *pool.all.back();
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamDefault));
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.apart, cudaStreamNonBlocking));
+      EFACOLL_CUDA(cudaEventCreateWithFlags(&r.legacy_done, cudaEventDisableTiming));
+      void* words = nullptr;
+      EFACOLL_CUDA(
+          cudaHostAlloc(&words, 3 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
+      std::memset(words, 0, 3 * sizeof(uint64_t));
+      r.signal.done = static_cast<uint64_t*>(words);
+      r.signal.fault = r.signal.done + 1;
+      r.signal.heartbeat = r.signal.done + 2;
+      void* counter = nullptr;
+      EFACOLL_CUDA(cudaMalloc(&counter, sizeof(unsigned)));
+      r.signal.arrivals = static_cast<unsigned*>(counter);
+      // On its own non-blocking stream: a device-wide wait here would wait for other threads'
+      // kernels, which may wait for peers that wait for this call.
+      EFACOLL_CUDA(cudaMemsetAsync(counter, 0, sizeof(unsigned), r.apart));
+      EFACOLL_CUDA(cudaStreamSynchronize(r.apart));
+      pool.idle.push_back(&r);
     }
-    EFACOLL_RETURN_IF_ERROR(wait_done(*r, call));
-    const LlFault fault = ll_fault(*static_cast<volatile uint64_t*>(r->signal.fault));
+    *out = pool.idle.back();
+    pool.idle.pop_back();
+    return Status::ok();
+  }
+
+  Status run_ll_on(LlResources& r, const LlCall& call, LlFault* fault_out) {
+    *static_cast<volatile uint64_t*>(r.signal.fault) = 0;
+    // The resources go from call to call, of every communicator, and each communicator counts
+    // its sequence from the same start: only this call's kernel may set the word to its own.
+    *static_cast<volatile uint64_t*>(r.signal.done) = kLlNotDone;
+    cudaStream_t stream = r.stream;
+    if (call.lends_lock) {
+      EFACOLL_CUDA(cudaEventRecord(r.legacy_done, cudaStreamLegacy));
+      EFACOLL_CUDA(cudaStreamWaitEvent(r.apart, r.legacy_done, 0));
+      stream = r.apart;
+    }
+    if (call.split) {
+      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush, r.signal, stream));
+      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlFinish, r.signal, stream));
+    } else {
+      EFACOLL_RETURN_IF_ERROR(ll_launch(call, kLlPush | kLlFinish, r.signal, stream));
+    }
+    EFACOLL_RETURN_IF_ERROR(wait_done(r.signal, stream, call));
+    const LlFault fault = ll_fault(*static_cast<volatile uint64_t*>(r.signal.fault));
     if (fault.kind == LlFault::kSilent) {
       return Status(Code::kTimeout, "rank " + std::to_string(fault.peer) +
                                         " did not send its data (low-latency protocol, call " +
@@ -266,56 +341,18 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
-  int set_device(int device) override {
-    int previous = 0;
-    cudaGetDevice(&previous);
-    if (device >= 0 && device != previous) cudaSetDevice(device);
-    return previous;
-  }
-
- private:
-  // A blocking stream (ordered after the caller's legacy-stream work, like the copies), the
-  // kernel's signal words, and nothing else: the low-latency protocol's per-device state.
-  struct LlResources {
-    cudaStream_t stream = nullptr;
-    LlSignal signal;
-  };
-  Status ll_resources(int device, LlResources** out) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    LlResources& r = ll_[device];
-    if (!r.stream) EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamDefault));
-    if (!r.signal.fault) {
-      void* words = nullptr;
-      EFACOLL_CUDA(
-          cudaHostAlloc(&words, 3 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
-      std::memset(words, 0, 3 * sizeof(uint64_t));
-      r.signal.done = static_cast<uint64_t*>(words);
-      r.signal.fault = r.signal.done + 1;
-      r.signal.heartbeat = r.signal.done + 2;
-    }
-    if (!r.signal.arrivals) {
-      void* counter = nullptr;
-      EFACOLL_CUDA(cudaMalloc(&counter, sizeof(unsigned)));
-      EFACOLL_CUDA(cudaMemset(counter, 0, sizeof(unsigned)));
-      EFACOLL_CUDA(cudaDeviceSynchronize());
-      r.signal.arrivals = static_cast<unsigned*>(counter);
-    }
-    *out = &r;
-    return Status::ok();
-  }
-
   // Polls the done word: it turns within microseconds of the kernel's end, sooner than a stream
   // synchronisation returns. The stream is asked now and then, so that a failed launch or a
   // faulting kernel (which never signals) is reported; long waits (a late peer) yield the CPU.
   // Each ask raises the heartbeat, which tells the kernel this process is not stopped.
-  Status wait_done(const LlResources& r, const LlCall& call) {
-    const volatile uint64_t* done = r.signal.done;
-    volatile uint64_t* heartbeat = r.signal.heartbeat;
+  Status wait_done(const LlSignal& signal, cudaStream_t stream, const LlCall& call) {
+    const volatile uint64_t* done = signal.done;
+    volatile uint64_t* heartbeat = signal.heartbeat;
     const auto start = std::chrono::steady_clock::now();
     for (unsigned spin = 0; *done != call.seq; ++spin) {
       if ((spin & 255) != 255) continue;
       *heartbeat = *heartbeat + 1;
-      cudaError_t err = cudaStreamQuery(r.stream);
+      cudaError_t err = cudaStreamQuery(stream);
       if (err != cudaSuccess && err != cudaErrorNotReady)
         return cuda_error("low-latency kernel", err);
       if (err == cudaSuccess && *done != call.seq) {
@@ -337,7 +374,7 @@ class CudaRuntime : public GpuRuntime {
   };
   std::mutex mutex_;
   std::map<int, LocalOpsPool> ops_;
-  std::map<int, LlResources> ll_;
+  std::map<int, LlPool> ll_;
 };
 
 }  // namespace

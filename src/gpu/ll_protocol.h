@@ -130,6 +130,9 @@ struct LlCall {
   bool split = false;
   bool packed = false;  // packed words (see kLlPackedMaxBytes)
   uint64_t timeout_ns = 0;
+  // The caller lends its process's lock while the kernel waits: other threads' calls run
+  // meanwhile, and their copies on the legacy stream must not wait for this kernel.
+  bool lends_lock = false;
 };
 
 // The slot each sender has in a rank's region, for a limit on what one rank pushes in a call

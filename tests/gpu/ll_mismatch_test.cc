@@ -115,11 +115,12 @@ class LlMismatch : public testing::LlTestBase {
     return runtime;
   }
 
-  void expect_exact_allreduce(int r, size_t count) {
+  void expect_exact_allreduce(int r, size_t count) { expect_exact_allreduce_in(recvs_[r], count); }
+  void expect_exact_allreduce_in(const void* recv, size_t count) {
     const Bytes want = testing::expected_reduction(kType, ROp::kSum, P_, count);
     Bytes got(want.size());
-    ASSERT_CUDA(cudaMemcpy(got.data(), recvs_[r], got.size(), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(testing::compare(got, want, kType), "") << "rank " << r;
+    ASSERT_CUDA(cudaMemcpy(got.data(), recv, got.size(), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(testing::compare(got, want, kType), "") << "at " << recv;
   }
 
   int P_ = 0;
@@ -366,6 +367,52 @@ TEST_F(LlMismatch, ThroughTheRuntimeACallWaitsForItsOwnKernelAfterAnotherCallOfI
   if (st.is_ok()) {
     ASSERT_TRUE(ll_launch(rescue, kLlPush | kLlFinish, signals_[1], stream(1)).is_ok());
     wait_all({1});
+  }
+}
+
+// Calls of two communicators that the ranks' threads start in opposite orders, as the engine
+// runs them when it lends its lock while a kernel waits: rank 0 (through the runtime, a thread
+// per call) starts A, then B; rank 1 starts B and only once B has ended, A. Each call must have a
+// stream of its own: on one stream B would queue behind A, which waits for rank 1's A, which
+// waits for B. A copy on the legacy stream, as another thread's call makes, must not wait for
+// A's kernel either.
+TEST_F(LlMismatch, ThroughTheRuntimeCallsOfTwoCommunicatorsInOppositeOrdersBothEnd) {
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const uint64_t timeout_ns = 3ull * 1000 * 1000 * 1000;
+  // Everything prepared first: the inputs' copies go on the legacy stream.
+  LlCall a0 = prepare(0, usual, 1, timeout_ns);
+  const LlCall a1 = prepare(1, usual, 1, timeout_ns);
+  const LlSignal a1_signal = signals_[1];
+  const std::vector<uint8_t*> a_recvs = recvs_;
+  make_world(2);
+  LlCall b0 = prepare(0, usual, 1, timeout_ns);
+  const LlCall b1 = prepare(1, usual, 1, timeout_ns);
+  a0.lends_lock = b0.lends_lock = true;
+
+  Status a_status, b_status;
+  LlFault fault_a, fault_b;
+  std::thread a([&] { a_status = runtime->run_ll(0, a0, &fault_a); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  uint32_t word = 0;
+  const auto copy_start = std::chrono::steady_clock::now();
+  EXPECT_EQ(cudaMemcpy(&word, sends_[0], sizeof(word), cudaMemcpyDeviceToHost), cudaSuccess);
+  const double copy_took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+  EXPECT_LT(copy_took, 1.0) << "a copy on the legacy stream waited for a kernel waiting on peers";
+  ASSERT_TRUE(ll_launch(b1, kLlPush | kLlFinish, signals_[1], stream(2)).is_ok());
+  std::thread b([&] { b_status = runtime->run_ll(0, b0, &fault_b); });
+  b.join();
+  EXPECT_TRUE(b_status.is_ok()) << b_status.to_string();
+  EXPECT_EQ(cudaStreamSynchronize(stream(2)), cudaSuccess);
+  ASSERT_TRUE(ll_launch(a1, kLlPush | kLlFinish, a1_signal, stream(1)).is_ok());
+  a.join();
+  EXPECT_TRUE(a_status.is_ok()) << a_status.to_string();
+  EXPECT_EQ(cudaStreamSynchronize(stream(1)), cudaSuccess);
+  for (int r : {0, 1}) {
+    expect_exact_allreduce_in(a_recvs[r], usual.count);
+    expect_exact_allreduce(r, usual.count);
   }
 }
 

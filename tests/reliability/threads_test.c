@@ -6,11 +6,13 @@
  * ranks' threads run at their own paces: the ranks take the threads' calls in different orders.
  * With --memory gpu the calls' buffers are on the GPU, as in soak_test's, at the threads' own
  * paces too (--gpu-order free): efacoll's GPU calls lend its lock while they wait for peers.
- * Not its low-latency protocol's (small calls inside a node, or small in-node phases of
- * hierarchical calls, where ranks have GPUs of their own): those must come in one order on every
- * rank, as NCCL's kernels must (docs/architecture.md, Threads), so where it runs, free order
- * needs EFACOLL_IPC_LL_MAX=0. --gpu-order turns has the threads take
- * turns in one order on every rank.
+ * Where the low-latency protocol runs (small calls inside a node, or small in-node phases of
+ * hierarchical calls, where ranks have GPUs of their own) its kernels wait for the peers on the
+ * GPU, and this test's cuMemFree of every call's buffers, like efacoll's freeing of a
+ * communicator's GPU memory, waits for every kernel of the device (CUDA's rule, which NCCL
+ * documents too): threads at their own paces can then wait for each other through those frees
+ * (docs/architecture.md, Threads), so there free order runs with EFACOLL_IPC_LL_MAX=0.
+ * --gpu-order turns has the threads take turns in one order on every rank.
  *
  * Exit 77 (skipped) where the MPI does not provide MPI_THREAD_MULTIPLE; 1 on any mismatch,
  * error, or when efacoll does not report the thread level or did not run the calls. */

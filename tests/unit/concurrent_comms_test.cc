@@ -118,6 +118,34 @@ TEST(ConcurrentComms, ThreadsGpuCallsOnTheirOwnCommunicatorsInterleave) {
       << "no two GPU calls of one rank were under way at once";
 }
 
+// The same inside one node with the low-latency protocol forced (on the host, the ranks being
+// threads of one process): each call waits for its peers' keys and data in its region, as the
+// kernel does on the GPU. Until 2026-12-03 such calls kept the engine's lock while they waited,
+// so the calls had to come in one order on every rank.
+RankSetup ll_setup(std::shared_ptr<HostGpuRuntime::Counts> counts, Calls* calls) {
+  RankSetup setup = gpu_setup(counts, calls);
+  setup.gpu = [counts](int) {
+    return std::make_unique<HostGpuRuntime>(counts, /*in_process_ipc=*/true);
+  };
+  setup.config.ipc_chunk_bytes = size_t(64) << 10;
+  setup.config.ipc_ll_max_bytes = size_t(64) << 10;
+  calls->least = 0;
+  calls->spread = 3000;  // up to 12 KB a call: inside the protocol's slots (32 KiB on 3 ranks)
+  return setup;
+}
+
+TEST(ConcurrentComms, ThreadsLowLatencyCallsOnTheirOwnCommunicatorsInterleave) {
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  Calls calls;
+  RankSetup setup = ll_setup(counts, &calls);
+  ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
+  for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
+  EXPECT_EQ(counts->ll_calls.load(), calls.ranks * kThreads * kCalls)
+      << "not every call ran the low-latency protocol";
+  EXPECT_GE(counts->ll_most_at_once.load(), 2)
+      << "no two low-latency calls of one rank were under way at once";
+}
+
 // 4 ranks as 2 nodes, the hierarchical allreduce forced: each communicator's first call makes
 // its node and cross-node sub-communicators while other threads create and free copies. Their
 // ids are agreed over the whole parent, since each round of agreeing is an allgather of the
@@ -133,6 +161,24 @@ TEST(ConcurrentComms, ThreadsGpuCallsMakeSubCommunicatorsWhileOthersCreateTheirs
   setup.node_size = 2;
   ASSERT_TRUE(parse_algo_overrides("allreduce:hier", &setup.config.algo).is_ok());
   for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
+}
+
+// The same with the node phases in the low-latency protocol (on the host, as above): they lend
+// their parent call's lock while they wait.
+TEST(ConcurrentComms, ThreadsHierarchicalCallsWithLowLatencyNodePhasesInterleave) {
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  Calls calls;
+  RankSetup setup = ll_setup(counts, &calls);
+  setup.config.gpu_host_path_max = 0;  // small calls too go hierarchical
+  calls.ranks = 4;
+  setup.node_size = 2;
+  // The node phases: reduce-scatter, then allgather.
+  ASSERT_TRUE(
+      parse_algo_overrides("allreduce:hier,reduce_scatter:ll,allgather:ll", &setup.config.algo)
+          .is_ok());
+  for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
+  EXPECT_GE(counts->ll_most_at_once.load(), 2)
+      << "no two low-latency calls of one rank were under way at once";
 }
 
 }  // namespace

@@ -4,16 +4,24 @@
 #include <cstring>
 
 #include "core/host_reduce.h"
+#include "host_ll_protocol.h"
 
 namespace efacoll {
 namespace testing {
 
+namespace {
+
+void raise_to(std::atomic<int>* most, int now) {
+  int seen = most->load();
+  while (now > seen && !most->compare_exchange_weak(seen, now)) {
+  }
+}
+
+}  // namespace
+
 Status HostGpuRuntime::acquire_local_ops(int, LocalOps** out) {
   *out = new HostLocalOps();
-  const int now = ++held_;
-  int most = counts_->most_at_once.load();
-  while (now > most && !counts_->most_at_once.compare_exchange_weak(most, now)) {
-  }
+  raise_to(&counts_->most_at_once, ++held_);
   return Status::ok();
 }
 
@@ -54,17 +62,24 @@ Status HostGpuRuntime::reduce(void* dst, const void* a, const void* b, size_t co
   return host_reduce(dst, a, b, count, type, op);
 }
 
-Status HostGpuRuntime::ipc_export(void*, void*) {
-  return Status(Code::kUnsupported, "no CUDA IPC on host memory");
+Status HostGpuRuntime::ipc_export(void* base, void* handle_out) {
+  if (!ipc_) return Status(Code::kUnsupported, "no CUDA IPC on host memory");
+  std::memset(handle_out, 0, kIpcHandleBytes);
+  std::memcpy(handle_out, &base, sizeof(base));
+  return Status::ok();
 }
 
-Status HostGpuRuntime::ipc_open(const void*, void**) {
-  return Status(Code::kUnsupported, "no CUDA IPC on host memory");
+Status HostGpuRuntime::ipc_open(const void* handle, void** out) {
+  if (!ipc_) return Status(Code::kUnsupported, "no CUDA IPC on host memory");
+  std::memcpy(out, handle, sizeof(*out));
+  return Status::ok();
 }
 
 Status HostGpuRuntime::device_uuid(int, std::string* out) {
-  // Every rank its own GPU.
-  out->assign(reinterpret_cast<const char*>(this), sizeof(this));
+  // Every rank its own GPU: the runtime's address (not its first bytes, which every runtime
+  // shares).
+  const HostGpuRuntime* self = this;
+  out->assign(reinterpret_cast<const char*>(&self), sizeof(self));
   out->resize(16, '\0');
   return Status::ok();
 }
@@ -74,8 +89,13 @@ Status HostGpuRuntime::zero(void* dst, size_t bytes) {
   return Status::ok();
 }
 
-Status HostGpuRuntime::run_ll(int, const LlCall&, LlFault*) {
-  return Status(Code::kUnsupported, "no low-latency protocol on host memory");
+Status HostGpuRuntime::run_ll(int, const LlCall& call, LlFault* fault) {
+  if (!ipc_) return Status(Code::kUnsupported, "no low-latency protocol on host memory");
+  ++counts_->ll_calls;
+  raise_to(&counts_->ll_most_at_once, ++ll_held_);
+  const Status st = run_ll_on_host(call, fault);
+  --ll_held_;
+  return st;
 }
 
 }  // namespace testing

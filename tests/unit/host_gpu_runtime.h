@@ -1,7 +1,9 @@
 // A GPU runtime whose "device" is host memory, for the engine's GPU paths on machines without a
 // GPU: streams and staging slots per call, the staged fabric path and the path through host
-// copies. CUDA IPC and the low-latency protocol are not offered, as where GPUs cannot reach
-// each other. Counts the local-operation sets that calls held at once.
+// copies. By default CUDA IPC and the low-latency protocol are not offered, as where GPUs cannot
+// reach each other; with in_process_ipc, for ranks that are threads of one process, a "handle"
+// is the address itself and the protocol runs on the host (host_ll_protocol.h). Counts the
+// local-operation sets, and the low-latency calls, that calls held at once.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -16,8 +18,10 @@ class HostGpuRuntime : public GpuRuntime {
   // Shared by the runtimes of one test's ranks: the most calls any rank had under way at once.
   struct Counts {
     std::atomic<int> most_at_once{0};
+    std::atomic<int> ll_calls{0}, ll_most_at_once{0};
   };
-  explicit HostGpuRuntime(std::shared_ptr<Counts> counts) : counts_(std::move(counts)) {}
+  explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false)
+      : counts_(std::move(counts)), ipc_(in_process_ipc) {}
 
   Status acquire_local_ops(int device, LocalOps** out) override;
   void release_local_ops(int device, LocalOps* ops) override;
@@ -33,7 +37,7 @@ class HostGpuRuntime : public GpuRuntime {
   Status ipc_export(void* base, void* handle_out) override;
   Status ipc_open(const void* handle, void** out) override;
   void ipc_close(void*) override {}
-  bool can_access_peer(int, int) override { return false; }
+  bool can_access_peer(int, int) override { return ipc_; }
   Status device_uuid(int device, std::string* out) override;
   Status zero(void* dst, size_t bytes) override;
   Status run_ll(int device, const LlCall& call, LlFault* fault) override;
@@ -41,7 +45,8 @@ class HostGpuRuntime : public GpuRuntime {
 
  private:
   std::shared_ptr<Counts> counts_;
-  std::atomic<int> held_{0};
+  const bool ipc_;
+  std::atomic<int> held_{0}, ll_held_{0};
 };
 
 }  // namespace testing
