@@ -166,6 +166,7 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   config.ipc_ll_seq_start =
       static_cast<uint64_t>(std::max<int64_t>(0, p.integer(Param::kIpcLlSeqStart)));
   config.ipc_ll_max_bytes = static_cast<size_t>(p.integer(Param::kIpcLlMax));
+  config.ipc_ll_lend = p.flag(Param::kIpcLlLend);
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
   // Below MPI_THREAD_MULTIPLE one thread calls MPI at a time: no lock is lent out, no id

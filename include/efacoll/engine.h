@@ -113,6 +113,9 @@ struct EngineConfig {
   // (together) use the low-latency protocol (one kernel, flags in peer memory, no host
   // barrier). 0: off.
   size_t ipc_ll_max_bytes = size_t(2) << 20;
+  // Under `concurrent`, those calls lend the lock while their kernel waits (false: they keep it,
+  // and such calls of different threads must come in one order on every rank).
+  bool ipc_ll_lend = true;
   // Testing: where the protocol's sequence starts (near 2^32 to cross the packed-flag wrap).
   uint64_t ipc_ll_seq_start = 0;
   // Across nodes, GPU allreduce runs its in-node phases over CUDA IPC (false: the whole

@@ -62,11 +62,12 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   // The lock is lent while the kernel waits for the peers, as fabric calls lend it: the peers'
   // threads may run another communicator's call first, and this process's thread for that call
   // must get in meanwhile (the runtime gives each call streams of its own).
-  call.lends_lock = lendable_lock() != nullptr;
+  std::unique_lock<std::mutex>* lock = engine_->config_.ipc_ll_lend ? lendable_lock() : nullptr;
+  call.lends_lock = lock != nullptr;
   LlFault fault;
   Status st;
   {
-    LockLent lent(lendable_lock());
+    LockLent lent(lock);
     st = s.gpu->run_ll(s.device, call, &fault);
   }
   const std::string what =

@@ -416,5 +416,33 @@ TEST_F(LlMismatch, ThroughTheRuntimeCallsOfTwoCommunicatorsInOppositeOrdersBothE
   }
 }
 
+// A call that lends the lock runs its kernel on a non-blocking stream of its own, which must still
+// start after the work its caller queued on the legacy stream, as the blocking stream's kernel
+// did: here rank 0's input becomes zeros on the legacy stream, behind a long memset, just before
+// its call.
+TEST_F(LlMismatch, ThroughTheRuntimeACallThatLendsTheLockStartsAfterTheCallersLegacyStreamWork) {
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  LlCall call = prepare(0, usual, 1, kLongTimeout);
+  call.lends_lock = true;
+  const size_t long_bytes = size_t(4) << 30;
+  void* long_memset = device(long_bytes);
+  launch(1, usual, 1, kLongTimeout);
+  ASSERT_CUDA(cudaMemsetAsync(long_memset, 1, long_bytes, cudaStreamLegacy));
+  ASSERT_CUDA(cudaMemsetAsync(sends_[0], 0, usual.count * dtype_size(kType), cudaStreamLegacy));
+  LlFault fault;
+  const Status st = runtime->run_ll(0, call, &fault);
+  wait_all({1});
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  // Rank 0 added zeros: both hold rank 1's input.
+  const Bytes want = testing::make_input(kType, ROp::kSum, 1, usual.count);
+  for (int r : {0, 1}) {
+    Bytes got(want.size());
+    ASSERT_CUDA(cudaMemcpy(got.data(), recvs_[r], got.size(), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(testing::compare(got, want, kType), "") << "rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace efacoll

@@ -146,6 +146,31 @@ TEST(ConcurrentComms, ThreadsLowLatencyCallsOnTheirOwnCommunicatorsInterleave) {
       << "no two low-latency calls of one rank were under way at once";
 }
 
+// EFACOLL_IPC_LL_LEND=0 has the protocol's calls keep the lock (and their kernel the blocking
+// stream, without the ordering event's cost), for codes that make collectives from one thread
+// at a time; lending is the default.
+TEST(ConcurrentComms, LowLatencyCallsLendTheLockUnlessTurnedOff) {
+  for (bool lend : {true, false}) {
+    auto counts = std::make_shared<HostGpuRuntime::Counts>();
+    Calls calls;
+    RankSetup setup = ll_setup(counts, &calls);
+    setup.config.ipc_ll_lend = lend;
+    ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
+    const std::vector<size_t> counts_of_calls = {1, 100, 3000};
+    const auto failures = run_ranks(calls.ranks, setup, [&](RankContext& c) {
+      for (size_t count : counts_of_calls) {
+        const std::string wrong =
+            check_allreduce_in_place(c.comm, c.rank, calls.ranks, count, calls.memory);
+        if (!wrong.empty()) c.failures->push_back(wrong);
+      }
+    });
+    for (const auto& f : failures) ADD_FAILURE() << f;
+    const int all = calls.ranks * static_cast<int>(counts_of_calls.size());
+    EXPECT_EQ(counts->ll_calls.load(), all);
+    EXPECT_EQ(counts->ll_lent.load(), lend ? all : 0) << "lend " << lend;
+  }
+}
+
 // 4 ranks as 2 nodes, the hierarchical allreduce forced: each communicator's first call makes
 // its node and cross-node sub-communicators while other threads create and free copies. Their
 // ids are agreed over the whole parent, since each round of agreeing is an allgather of the

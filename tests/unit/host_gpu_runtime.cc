@@ -92,6 +92,7 @@ Status HostGpuRuntime::zero(void* dst, size_t bytes) {
 Status HostGpuRuntime::run_ll(int, const LlCall& call, LlFault* fault) {
   if (!ipc_) return Status(Code::kUnsupported, "no low-latency protocol on host memory");
   ++counts_->ll_calls;
+  if (call.lends_lock) ++counts_->ll_lent;
   raise_to(&counts_->ll_most_at_once, ++ll_held_);
   const Status st = run_ll_on_host(call, fault);
   --ll_held_;

@@ -19,6 +19,7 @@ class HostGpuRuntime : public GpuRuntime {
   struct Counts {
     std::atomic<int> most_at_once{0};
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
+    std::atomic<int> ll_lent{0};  // low-latency calls that lent the lock (LlCall::lends_lock)
   };
   explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false)
       : counts_(std::move(counts)), ipc_(in_process_ipc) {}
