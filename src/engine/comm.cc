@@ -229,7 +229,7 @@ std::unique_lock<std::mutex>* Comm::lendable_lock() const {
 Status Comm::run(const CollArgs& args) {
   std::unique_lock<std::mutex> busy(engine_->busy_);
   // Calls lend the lock out while they wait for peers; GPU calls have streams, staging slots
-  // and low-latency kernel streams of their own (comm_execute.cc, comm_ipc_ll.cc).
+  // and low-latency kernel streams of their own (comm_execute.cc, GpuRuntime::run_ll).
   yield_lock_ = engine_->config_.concurrent ? &busy : nullptr;
   user_call_ = true;
   trial_call_ = TrialCall();
@@ -359,9 +359,11 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   GpuRuntime* rt = engine_->gpu_.get();
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
-    if (pinned_) rt->free_pinned(pinned_);
+    void* old = pinned_;
     pinned_ = nullptr;
     pinned_bytes_ = 0;
+    LockLent lent(lendable_lock());  // cudaFreeHost may wait for the whole device
+    if (old) rt->free_pinned(old);
     EFACOLL_RETURN_IF_ERROR(rt->alloc_pinned(need, &pinned_));
     pinned_bytes_ = need;
   }

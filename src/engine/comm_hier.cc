@@ -16,6 +16,7 @@
 #include "efacoll/engine.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
+#include "engine/lock_lent.h"
 #include "gpu/memory_kind.h"
 
 namespace efacoll {
@@ -51,14 +52,20 @@ class SubsetBootstrap : public Bootstrap {
 
 }  // namespace
 
-Status GrowingDeviceBuffer::ensure(GpuRuntime* rt, int dev, size_t want) {
+Status GrowingDeviceBuffer::ensure(GpuRuntime* rt, int dev, size_t want,
+                                   std::unique_lock<std::mutex>* lend) {
   if (ptr && device == dev && bytes >= want) return Status::ok();
-  if (ptr) rt->free_device(device, ptr);
+  void* old = ptr;
+  const int old_device = device;
   ptr = nullptr;
   bytes = 0;
   gpu = rt;
   device = dev;
-  EFACOLL_RETURN_IF_ERROR(rt->alloc_device(dev, want, &ptr));
+  {
+    LockLent lent(lend);
+    if (old) rt->free_device(old_device, old);
+    EFACOLL_RETURN_IF_ERROR(rt->alloc_device(dev, want, &ptr));
+  }
   bytes = want;
   buffer_id = query_memory(ptr).buffer_id;
   return Status::ok();
@@ -161,8 +168,8 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t block = args.count * dtype_size(args.dtype);
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes));
-  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_));
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes, lendable_lock()));
+  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_, lendable_lock()));
 
   CollArgs across = args;  // my block from every node: [node]
   across.sendbuf = args.inplace ? recv + rank_ * block : args.sendbuf;
@@ -200,8 +207,8 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t count = args.recvcounts[0], block = count * dtype_size(args.dtype);
   const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
-  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_));
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes));
+  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_, lendable_lock()));
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes, lendable_lock()));
 
   // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
   auto* gathered = static_cast<uint8_t*>(h.gathered.ptr);
@@ -243,7 +250,7 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   // even_blocks puts the larger blocks first: every block fits in blocks[0].
   const std::vector<size_t> blocks = even_blocks(args.count, per_node);
   const size_t widest = blocks[0] * esize;
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, widest));
+  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, widest, lendable_lock()));
 
   CollArgs rs = args;
   rs.kind = CollKind::kReduceScatter;
@@ -278,7 +285,8 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   ag.inplace = false;
   ag.count = blocks[0];
   if (!even) {
-    EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, widest * per_node));
+    EFACOLL_RETURN_IF_ERROR(
+        h.gathered.ensure(gpu, args.device, widest * per_node, lendable_lock()));
     ag.recvbuf = h.gathered.ptr;
     ag.recv_buffer_id = h.gathered.buffer_id;
   }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "efacoll/engine.h"
 #include "gpu/gpu_runtime.h"
@@ -19,7 +20,9 @@ struct GrowingDeviceBuffer {
   ~GrowingDeviceBuffer() {
     if (ptr) gpu->free_device(device, ptr);
   }
-  Status ensure(GpuRuntime* rt, int dev, size_t want);
+  // Grows to at least `want` bytes on `dev`, freeing and allocating with `lend` lent (a call's
+  // lock, or nullptr): cudaFree waits for the whole device (engine/lock_lent.h).
+  Status ensure(GpuRuntime* rt, int dev, size_t want, std::unique_lock<std::mutex>* lend);
 };
 
 struct HierState {

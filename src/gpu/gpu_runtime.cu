@@ -245,8 +245,13 @@ class CudaRuntime : public GpuRuntime {
     LlResources* r = nullptr;
     EFACOLL_RETURN_IF_ERROR(acquire_ll(device, &r));
     const Status st = run_ll_on(*r, call, fault_out);
-    std::lock_guard<std::mutex> lock(mutex_);
-    ll_[device].idle.push_back(r);
+    // After a timeout or a mismatch the kernel has stored its done word and ended. After any
+    // other failure it may still run or have left its counter half counted: those resources
+    // stay out of the pool (the destructor frees them).
+    if (st.is_ok() || st.code() == Code::kTimeout || st.code() == Code::kMismatch) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ll_[device].idle.push_back(r);
+    }
     return st;
   }
 

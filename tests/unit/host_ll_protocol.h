@@ -1,6 +1,8 @@
 // The low-latency protocol (gpu/ll_protocol.h) run by the calling thread on host memory, for
 // ranks that are threads of one process: the same regions, parities, keys and flags as the
 // kernel, so that the engine's path through it (lock lending, sequences, mismatches) runs in CI.
+// Data always moves as plain bytes with one flag per sender: the kernel's packed words and
+// segments are the GPU tests' (tests/gpu/ll_kernel_test.cc).
 #pragma once
 #include "efacoll/status.h"
 #include "gpu/ll_protocol.h"
