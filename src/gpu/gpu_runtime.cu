@@ -134,27 +134,17 @@ class CudaRuntime : public GpuRuntime {
       set_device(previous);
     }
     for (auto& kv : ll_) {
-      for (auto& r : kv.second.all) {
-        for (cudaStream_t s : {r->stream, r->apart})
-          if (s) cudaStreamDestroy(s);
-        if (r->legacy_done) cudaEventDestroy(r->legacy_done);
-        if (r->signal.done) cudaFreeHost(r->signal.done);
-        if (r->signal.arrivals) cudaFree(r->signal.arrivals);
-      }
+      int previous = set_device(kv.first);
+      kv.second.all.clear();
+      set_device(previous);
     }
   }
 
   Status acquire_local_ops(int device, LocalOps** out) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    LocalOpsPool& pool = ops_[device];
-    if (pool.idle.empty()) {
-      auto ops = std::make_unique<GpuLocalOps>();
-      EFACOLL_RETURN_IF_ERROR(ops->init());
-      pool.idle.push_back(ops.get());
-      pool.all.push_back(std::move(ops));
-    }
-    *out = pool.idle.back();
-    pool.idle.pop_back();
+    GpuLocalOps* ops = nullptr;
+    EFACOLL_RETURN_IF_ERROR(ops_[device].take(&ops));
+    *out = ops;
     return Status::ok();
   }
   void release_local_ops(int device, LocalOps* ops) override {
@@ -243,7 +233,10 @@ class CudaRuntime : public GpuRuntime {
   Status run_ll(int device, const LlCall& call, LlFault* fault_out) override {
     if (call.segments == 0) return Status::ok();
     LlResources* r = nullptr;
-    EFACOLL_RETURN_IF_ERROR(acquire_ll(device, &r));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      EFACOLL_RETURN_IF_ERROR(ll_[device].take(&r));
+    }
     const Status st = run_ll_on(*r, call, fault_out);
     // After a timeout or a mismatch the kernel has stored its done word and ended. After any
     // other failure it may still run or have left its counter half counted: those resources
@@ -277,41 +270,35 @@ class CudaRuntime : public GpuRuntime {
     cudaStream_t apart = nullptr;
     cudaEvent_t legacy_done = nullptr;
     LlSignal signal;
-  };
-  struct LlPool {
-    std::vector<std::unique_ptr<LlResources>> all;
-    std::vector<LlResources*> idle;
-  };
 
-  Status acquire_ll(int device, LlResources** out) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    LlPool& pool = ll_[device];
-    if (pool.idle.empty()) {
-      pool.all.push_back(std::make_unique<LlResources>());
-      LlResources& r = *pool.all.back();
-      EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamDefault));
-      EFACOLL_CUDA(cudaStreamCreateWithFlags(&r.apart, cudaStreamNonBlocking));
-      EFACOLL_CUDA(cudaEventCreateWithFlags(&r.legacy_done, cudaEventDisableTiming));
+    Status init() {
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamDefault));
+      EFACOLL_CUDA(cudaStreamCreateWithFlags(&apart, cudaStreamNonBlocking));
+      EFACOLL_CUDA(cudaEventCreateWithFlags(&legacy_done, cudaEventDisableTiming));
       void* words = nullptr;
       EFACOLL_CUDA(
           cudaHostAlloc(&words, 3 * sizeof(uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
       std::memset(words, 0, 3 * sizeof(uint64_t));
-      r.signal.done = static_cast<uint64_t*>(words);
-      r.signal.fault = r.signal.done + 1;
-      r.signal.heartbeat = r.signal.done + 2;
+      signal.done = static_cast<uint64_t*>(words);
+      signal.fault = signal.done + 1;
+      signal.heartbeat = signal.done + 2;
       void* counter = nullptr;
       EFACOLL_CUDA(cudaMalloc(&counter, sizeof(unsigned)));
-      r.signal.arrivals = static_cast<unsigned*>(counter);
+      signal.arrivals = static_cast<unsigned*>(counter);
       // On its own non-blocking stream: a device-wide wait here would wait for other threads'
       // kernels, which may wait for peers that wait for this call.
-      EFACOLL_CUDA(cudaMemsetAsync(counter, 0, sizeof(unsigned), r.apart));
-      EFACOLL_CUDA(cudaStreamSynchronize(r.apart));
-      pool.idle.push_back(&r);
+      EFACOLL_CUDA(cudaMemsetAsync(counter, 0, sizeof(unsigned), apart));
+      EFACOLL_CUDA(cudaStreamSynchronize(apart));
+      return Status::ok();
     }
-    *out = pool.idle.back();
-    pool.idle.pop_back();
-    return Status::ok();
-  }
+    ~LlResources() {
+      for (cudaStream_t s : {stream, apart})
+        if (s) cudaStreamDestroy(s);
+      if (legacy_done) cudaEventDestroy(legacy_done);
+      if (signal.done) cudaFreeHost(signal.done);
+      if (signal.arrivals) cudaFree(signal.arrivals);
+    }
+  };
 
   Status run_ll_on(LlResources& r, const LlCall& call, LlFault* fault_out) {
     *static_cast<volatile uint64_t*>(r.signal.fault) = 0;
@@ -375,14 +362,27 @@ class CudaRuntime : public GpuRuntime {
     return Status::ok();
   }
 
-  // Streams of calls under way, and the idle ones the next calls take.
-  struct LocalOpsPool {
-    std::vector<std::unique_ptr<GpuLocalOps>> all;
-    std::vector<GpuLocalOps*> idle;
+  // One device's resources of calls under way, and the idle ones the next calls take (the caller
+  // holds mutex_). T has init(); a T that is not given back stays in `all` until the end.
+  template <typename T>
+  struct CallPool {
+    std::vector<std::unique_ptr<T>> all;
+    std::vector<T*> idle;
+    Status take(T** out) {
+      if (idle.empty()) {
+        auto made = std::make_unique<T>();
+        EFACOLL_RETURN_IF_ERROR(made->init());
+        idle.push_back(made.get());
+        all.push_back(std::move(made));
+      }
+      *out = idle.back();
+      idle.pop_back();
+      return Status::ok();
+    }
   };
   std::mutex mutex_;
-  std::map<int, LocalOpsPool> ops_;
-  std::map<int, LlPool> ll_;
+  std::map<int, CallPool<GpuLocalOps>> ops_;
+  std::map<int, CallPool<LlResources>> ll_;
 };
 
 }  // namespace
