@@ -81,14 +81,14 @@
     "threads' calls may come in any order; but a device-wide synchronisation made meanwhile "     \
     "(cudaFree, cudaDeviceSynchronize, MPI_Comm_free of a communicator with GPU memory) waits "   \
     "for such a kernel, as with NCCL's, and threads that free GPU memory while others' calls "    \
-    "wait may wait for each other until EFACOLL_TIMEOUT; 0 avoids that.")                       \
+    "wait may wait for each other until EFACOLL_TIMEOUT; 0 avoids that.")                         \
   X(kIpcLlLend, "EFACOLL_IPC_LL_LEND", kBool, "1",                                                \
     "Under MPI_THREAD_MULTIPLE, low-latency calls lend efacoll's lock while their kernel waits, " \
     "on a stream of their own ordered after the legacy default stream by an event, which costs "  \
-    "a call about 10 us (26 against 16 us at 8 bytes, one H200). 0: they keep the lock on the "   \
-    "blocking stream, as a single-threaded MPI's do, and such calls of different threads (and "   \
-    "hierarchical calls with such a node phase) must then come in one order on every rank, as "   \
-    "NCCL asks of its kernels; for codes that make collectives from one thread at a time.")      \
+    "a call about 1 us (15.0 against 14.3 us at 8 bytes, one H200). 0: they keep the lock on "    \
+    "the blocking stream, as a single-threaded MPI's do, and such calls of different threads "    \
+    "(and hierarchical calls with such a node phase) must then come in one order on every rank, " \
+    "as NCCL asks of its kernels; for codes that make collectives from one thread at a time.")    \
   X(kIpcLlSeqStart, "EFACOLL_IPC_LL_SEQ_START", kInteger, "0",                                    \
     "Testing: the low-latency protocol's sequence number before a communicator's first call. "    \
     "4294967290 crosses the wrap of its 32-bit packed flags within a few calls.")                 \
