@@ -39,6 +39,8 @@ class GpuRuntime;
 class IpcMappings;
 class StagePool;
 struct StageSet;
+struct GpuMemoryToFree;
+struct GrowingDeviceBuffer;
 
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
@@ -190,6 +192,10 @@ class Engine {
   // (comm_late_writes.cc).
   void release_retired_memory();
   void free_retired_memory();  // no write can reach it any more
+  // Under busy_: `memory` (emptied) is freed now, or once no low-latency kernel of this engine is
+  // under way (engine/gpu_memory_to_free.h).
+  void give_back_gpu_memory(GpuMemoryToFree* memory);
+  void free_unused_gpu_memory();  // under busy_: what was given back, unless a kernel is under way
   // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
   // on it (false: another creation on this process took it first; try again).
   void offer_comm_ids(uint8_t* bitmap, bool nested);
@@ -219,6 +225,9 @@ class Engine {
   std::vector<std::vector<uint8_t>> retired_host_;
   std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
   std::vector<void*> retired_pinned_;
+  // GPU memory given back while low-latency kernels were under way (null without a GPU runtime).
+  std::unique_ptr<GpuMemoryToFree> unused_gpu_memory_;
+  int ll_kernels_under_way_ = 0;  // under busy_
   size_t retired_bytes_held_ = 0, retired_bytes_total_ = 0;
   std::bitset<4096> comm_ids_in_use_;    // nested ones too
   size_t nested_comms_ = 0;              // sub-communicators of hierarchical calls
@@ -257,6 +266,12 @@ class Comm {
   Comm(Engine* engine, int rank, int size, uint32_t id);
   Status run_locked(const CollArgs& args);
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
+  // This communicator's GPU memory and its sub-communicators', taken into `out` (which frees it
+  // through Engine::give_back_gpu_memory).
+  void take_gpu_memory(GpuMemoryToFree* out);
+  // Grows `buffer` to at least `want` bytes on `device`: its old memory is given back to the
+  // engine, the new allocated with the call's lock lent (engine/lock_lent.h).
+  Status grow(GrowingDeviceBuffer& buffer, int device, size_t want);
   // comm_late_writes.cc: after a failed call whose receives may still be written
   // (ExecContext::late_write_targets, bits 1 << BufId).
   // `stage`: the call's staging slots (null: none).
@@ -336,6 +351,8 @@ class Comm {
   int gpu_scratch_device_ = -1;
   void* pinned_ = nullptr;  // host copies of small GPU calls
   size_t pinned_bytes_ = 0;
+  // Device copies of the host buffers of GPU calls that mix host and GPU buffers.
+  std::unique_ptr<GrowingDeviceBuffer> send_copy_, recv_copy_;
   bool one_node_ = false;  // every member on this node
   int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
   std::unique_ptr<IpcState> ipc_;

@@ -78,10 +78,10 @@
     "low-latency protocol: one kernel pushes the data into the peers' memory and waits on flags " \
     "there, with no host barrier. Each rank's workspace grows by about twice this. 0: off. "      \
     "Under MPI_THREAD_MULTIPLE such calls lend efacoll's lock while their kernel waits, so "      \
-    "threads' calls may come in any order; but a device-wide synchronisation made meanwhile "     \
-    "(cudaFree, cudaDeviceSynchronize, MPI_Comm_free of a communicator with GPU memory) waits "   \
-    "for such a kernel, as with NCCL's, and threads that free GPU memory while others' calls "    \
-    "wait may wait for each other until EFACOLL_TIMEOUT; 0 avoids that.")                         \
+    "threads' calls may come in any order; but the application's device-wide synchronisations "   \
+    "made meanwhile (cudaFree, cudaDeviceSynchronize) wait for such a kernel, as with NCCL's, "   \
+    "and threads that free GPU memory while others' calls wait may wait for each other until "    \
+    "EFACOLL_TIMEOUT; 0 avoids that. efacoll frees its own GPU memory only between such calls.")  \
   X(kIpcLlLend, "EFACOLL_IPC_LL_LEND", kBool, "1",                                                \
     "Under MPI_THREAD_MULTIPLE, low-latency calls lend efacoll's lock while their kernel waits, " \
     "on a stream of their own ordered after the legacy default stream by an event, which costs "  \

@@ -10,6 +10,7 @@
 #include "core/executor.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
+#include "engine/gpu_memory_to_free.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
@@ -147,49 +148,58 @@ Status build(CollKind kind, RingArgs& ring, int hier_per_node, const TunedChoice
   }
 }
 
-// A device copy of a host buffer, for calls that mix host and GPU buffers: kernels cannot
-// touch pageable host memory. Allocated and freed with the call's lock lent (lock_lent.h).
-class DeviceTemp {
- public:
-  DeviceTemp(GpuRuntime* gpu, int device, std::unique_lock<std::mutex>* lock)
-      : gpu_(gpu), device_(device), lock_(lock) {}
-  ~DeviceTemp() {
-    if (!ptr_) return;
-    LockLent lent(lock_);
-    gpu_->free_device(device_, ptr_);
-  }
-  Status make(size_t bytes, const void* fill_from) {
-    {
-      LockLent lent(lock_);
-      EFACOLL_RETURN_IF_ERROR(gpu_->alloc_device(device_, bytes, &ptr_));
-    }
-    return fill_from && bytes ? gpu_->copy(ptr_, fill_from, bytes) : Status::ok();
-  }
-  void* get() const { return ptr_; }
-
- private:
-  GpuRuntime* gpu_;
-  int device_;
-  std::unique_lock<std::mutex>* lock_;
-  void* ptr_ = nullptr;
-};
-
 }  // namespace
 
 Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
-    : engine_(engine), rank_(rank), size_(size), id_(id) {}
+    : engine_(engine),
+      rank_(rank),
+      size_(size),
+      id_(id),
+      send_copy_(std::make_unique<GrowingDeviceBuffer>()),
+      recv_copy_(std::make_unique<GrowingDeviceBuffer>()) {}
 
 Comm::~Comm() {
   // Other threads may be running collectives (MPI_Comm_free under MPI_THREAD_MULTIPLE).
   std::unique_lock<std::mutex> busy(engine_->busy_, std::defer_lock);
   if (!nested_) busy.lock();
+  // Sub-communicators' memory too: they go with hier_.
+  GpuMemoryToFree memory;
+  take_gpu_memory(&memory);
+  if (!memory.empty()) engine_->give_back_gpu_memory(&memory);
   hier_.reset();
   ipc_.reset();
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
-  if (gpu_scratch_) engine_->gpu_->free_device(gpu_scratch_device_, gpu_scratch_);
-  if (pinned_) engine_->gpu_->free_pinned(pinned_);
   engine_->comm_ids_in_use_[id_] = false;
   if (nested_) --engine_->nested_comms_;
+}
+
+void Comm::take_gpu_memory(GpuMemoryToFree* out) {
+  if (gpu_scratch_) out->device.emplace_back(gpu_scratch_device_, gpu_scratch_);
+  gpu_scratch_ = nullptr;
+  gpu_scratch_bytes_ = 0;
+  if (pinned_) out->pinned.push_back(pinned_);
+  pinned_ = nullptr;
+  pinned_bytes_ = 0;
+  if (ipc_) {
+    for (void*& p : ipc_->peers) {
+      if (p && p != ipc_->workspace) out->mapped.push_back(p);
+      p = nullptr;
+    }
+    if (ipc_->workspace) out->device.emplace_back(ipc_->device, ipc_->workspace);
+    ipc_->workspace = nullptr;
+  }
+  std::vector<GrowingDeviceBuffer*> grown = {send_copy_.get(), recv_copy_.get()};
+  if (hier_) {
+    grown.push_back(&hier_->slice);
+    grown.push_back(&hier_->gathered);
+    for (Comm* sub : {hier_->node.get(), hier_->cross.get()})
+      if (sub) sub->take_gpu_memory(out);
+  }
+  for (GrowingDeviceBuffer* b : grown) {
+    if (b->ptr) out->device.emplace_back(b->device, b->ptr);
+    b->ptr = nullptr;
+    b->bytes = 0;
+  }
 }
 
 Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
@@ -203,12 +213,15 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
     return Status::ok();
   }
   const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
-  void* old = gpu_scratch_;
+  if (gpu_scratch_) {
+    GpuMemoryToFree old;
+    old.device.emplace_back(gpu_scratch_device_, gpu_scratch_);
+    engine_->give_back_gpu_memory(&old);
+  }
   gpu_scratch_ = nullptr;
   gpu_scratch_bytes_ = 0;
   {
     LockLent lent(lendable_lock());
-    if (old) engine_->gpu_->free_device(gpu_scratch_device_, old);
     EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
   }
   gpu_scratch_bytes_ = want;
@@ -280,20 +293,25 @@ Status Comm::run_locked(const CollArgs& args) {
     stall_check_ = nullptr;
     return st;
   }
-  // Host buffers in a GPU call are replaced by device copies (in and out).
+  // Host buffers in a GPU call are replaced by device copies (in and out), kept by the
+  // communicator: freeing them after each call would wait for other threads' low-latency kernels
+  // (gpu_memory_to_free.h). Their buffer ids stay 0: peers map them anew each call.
   CollArgs a = args;
-  DeviceTemp send_tmp(rt, args.device, lendable_lock()), recv_tmp(rt, args.device, lendable_lock());
   if (!args.inplace && !is_gpu(args.send_mem)) {
-    EFACOLL_RETURN_IF_ERROR(send_tmp.make(plan.send_bytes, args.sendbuf));
-    a.sendbuf = send_tmp.get();
+    EFACOLL_RETURN_IF_ERROR(grow(*send_copy_, args.device, std::max<size_t>(plan.send_bytes, 1)));
+    if (plan.send_bytes)
+      EFACOLL_RETURN_IF_ERROR(rt->copy(send_copy_->ptr, args.sendbuf, plan.send_bytes));
+    a.sendbuf = send_copy_->ptr;
     a.send_mem = MemKind::kDevice;
     a.send_buffer_id = 0;
   }
   const bool host_recv = !is_gpu(args.recv_mem);
   if (host_recv) {
+    EFACOLL_RETURN_IF_ERROR(grow(*recv_copy_, args.device, std::max<size_t>(plan.recv_bytes, 1)));
     // In place, the input is in the receive buffer.
-    EFACOLL_RETURN_IF_ERROR(recv_tmp.make(plan.recv_bytes, args.inplace ? args.recvbuf : nullptr));
-    a.recvbuf = recv_tmp.get();
+    if (args.inplace && plan.recv_bytes)
+      EFACOLL_RETURN_IF_ERROR(rt->copy(recv_copy_->ptr, args.recvbuf, plan.recv_bytes));
+    a.recvbuf = recv_copy_->ptr;
     a.recv_mem = MemKind::kDevice;
     a.recv_buffer_id = 0;
   }
@@ -316,7 +334,7 @@ Status Comm::run_locked(const CollArgs& args) {
     engine_->last_algorithm_ = schedule.algorithm;
     st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
   }
-  if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_tmp.get(), plan.result_bytes);
+  if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_copy_->ptr, plan.result_bytes);
   return st;
 }
 
@@ -359,11 +377,14 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   GpuRuntime* rt = engine_->gpu_.get();
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
-    void* old = pinned_;
+    if (pinned_) {
+      GpuMemoryToFree old;
+      old.pinned.push_back(pinned_);
+      engine_->give_back_gpu_memory(&old);
+    }
     pinned_ = nullptr;
     pinned_bytes_ = 0;
-    LockLent lent(lendable_lock());  // cudaFreeHost may wait for the whole device
-    if (old) rt->free_pinned(old);
+    LockLent lent(lendable_lock());
     EFACOLL_RETURN_IF_ERROR(rt->alloc_pinned(need, &pinned_));
     pinned_bytes_ = need;
   }

@@ -33,7 +33,9 @@ class CallResources {
     *out = ops_;
     return Status::ok();
   }
-  Status take_stage(size_t bytes) { return stages_->acquire(bytes, &stage_); }
+  Status take_stage(size_t bytes, std::unique_lock<std::mutex>* lend) {
+    return stages_->acquire(bytes, &stage_, lend);
+  }
   StageSet* stage() const { return stage_; }
   // Late writes may still reach the stage: it leaves the pool instead of going back.
   StageSet* give_up_stage() { return std::exchange(stage_, nullptr); }
@@ -71,7 +73,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
     plan.send_slots = plan.recv_slots = std::max(1, engine_->config_.stage_slots);
     schedule = stage_network_ops(schedule, GpuBuffers{true, true, true}, plan);
-    EFACOLL_RETURN_IF_ERROR(held_gpu.take_stage(plan.total_bytes()));
+    EFACOLL_RETURN_IF_ERROR(held_gpu.take_stage(plan.total_bytes(), lendable_lock()));
     bufs.stage = held_gpu.stage()->ptr;
   }
 

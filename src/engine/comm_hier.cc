@@ -14,6 +14,7 @@
 #include "coll/ring_layout.h"
 #include "common/log.h"
 #include "efacoll/engine.h"
+#include "engine/gpu_memory_to_free.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
@@ -52,22 +53,23 @@ class SubsetBootstrap : public Bootstrap {
 
 }  // namespace
 
-Status GrowingDeviceBuffer::ensure(GpuRuntime* rt, int dev, size_t want,
-                                   std::unique_lock<std::mutex>* lend) {
-  if (ptr && device == dev && bytes >= want) return Status::ok();
-  void* old = ptr;
-  const int old_device = device;
-  ptr = nullptr;
-  bytes = 0;
-  gpu = rt;
-  device = dev;
-  {
-    LockLent lent(lend);
-    if (old) rt->free_device(old_device, old);
-    EFACOLL_RETURN_IF_ERROR(rt->alloc_device(dev, want, &ptr));
+Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
+  if (b.ptr && b.device == dev && b.bytes >= want) return Status::ok();
+  if (b.ptr) {
+    GpuMemoryToFree old;
+    old.device.emplace_back(b.device, b.ptr);
+    engine_->give_back_gpu_memory(&old);
   }
-  bytes = want;
-  buffer_id = query_memory(ptr).buffer_id;
+  b.ptr = nullptr;
+  b.bytes = 0;
+  b.gpu = engine_->gpu_.get();
+  b.device = dev;
+  {
+    LockLent lent(lendable_lock());
+    EFACOLL_RETURN_IF_ERROR(b.gpu->alloc_device(dev, want, &b.ptr));
+  }
+  b.bytes = want;
+  b.buffer_id = query_memory(b.ptr).buffer_id;
   return Status::ok();
 }
 
@@ -168,8 +170,8 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t block = args.count * dtype_size(args.dtype);
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes, lendable_lock()));
-  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_, lendable_lock()));
+  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
+  EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
 
   CollArgs across = args;  // my block from every node: [node]
   across.sendbuf = args.inplace ? recv + rank_ * block : args.sendbuf;
@@ -207,8 +209,8 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t count = args.recvcounts[0], block = count * dtype_size(args.dtype);
   const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
-  EFACOLL_RETURN_IF_ERROR(h.gathered.ensure(gpu, args.device, block * size_, lendable_lock()));
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, block * nodes, lendable_lock()));
+  EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
+  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
 
   // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
   auto* gathered = static_cast<uint8_t*>(h.gathered.ptr);
@@ -250,7 +252,7 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   // even_blocks puts the larger blocks first: every block fits in blocks[0].
   const std::vector<size_t> blocks = even_blocks(args.count, per_node);
   const size_t widest = blocks[0] * esize;
-  EFACOLL_RETURN_IF_ERROR(h.slice.ensure(gpu, args.device, widest, lendable_lock()));
+  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, widest));
 
   CollArgs rs = args;
   rs.kind = CollKind::kReduceScatter;
@@ -285,8 +287,7 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   ag.inplace = false;
   ag.count = blocks[0];
   if (!even) {
-    EFACOLL_RETURN_IF_ERROR(
-        h.gathered.ensure(gpu, args.device, widest * per_node, lendable_lock()));
+    EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, widest * per_node));
     ag.recvbuf = h.gathered.ptr;
     ag.recv_buffer_id = h.gathered.buffer_id;
   }

@@ -66,10 +66,15 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   call.lends_lock = lock != nullptr;
   LlFault fault;
   Status st;
+  // Counted while the kernel may run: GPU memory given back meanwhile waits (Engine::
+  // give_back_gpu_memory), since freeing it would wait for this kernel, and so for its peers.
+  ++engine_->ll_kernels_under_way_;
   {
     LockLent lent(lock);
     st = s.gpu->run_ll(s.device, call, &fault);
   }
+  --engine_->ll_kernels_under_way_;
+  engine_->free_unused_gpu_memory();
   const std::string what =
       std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
   if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());

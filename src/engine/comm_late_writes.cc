@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "core/schedule.h"
 #include "efacoll/engine.h"
+#include "engine/gpu_memory_to_free.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
@@ -81,11 +82,11 @@ void Engine::release_retired_memory() {
 
 void Engine::free_retired_memory() {
   retired_host_.clear();
-  for (auto& [device, ptr] : retired_device_) gpu_->free_device(device, ptr);
-  retired_device_.clear();
-  for (void* ptr : retired_pinned_) gpu_->free_pinned(ptr);
-  retired_pinned_.clear();
+  GpuMemoryToFree memory;
+  memory.device.swap(retired_device_);
+  memory.pinned.swap(retired_pinned_);
   retired_bytes_held_ = 0;
+  if (!memory.empty()) give_back_gpu_memory(&memory);
 }
 
 }  // namespace efacoll

@@ -10,6 +10,7 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/late_sends.h"
+#include "engine/gpu_memory_to_free.h"
 #include "engine/ipc_mappings.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
@@ -42,15 +43,26 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   }
   if (gpu_) {
     GpuRuntime* rt = gpu_.get();
+    unused_gpu_memory_ = std::make_unique<GpuMemoryToFree>();
+    // Both are used under busy_.
     ipc_mappings_ = std::make_unique<IpcMappings>(
         [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
-        [rt](void* mapped) { rt->ipc_close(mapped); }, kIpcMappingsKept);
+        [this](void* mapped) {
+          GpuMemoryToFree m;
+          m.mapped.push_back(mapped);
+          give_back_gpu_memory(&m);
+        },
+        kIpcMappingsKept);
     // Unique among the engines of one node (processes, or ranks as threads in the tests).
     std::random_device entropy;
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
     StagePool::Memory memory;
     memory.alloc = [rt](size_t bytes, void** out) { return rt->alloc_pinned(bytes, out); };
-    memory.free = [rt](void* ptr) { rt->free_pinned(ptr); };
+    memory.free = [this](void* ptr) {
+      GpuMemoryToFree m;
+      m.pinned.push_back(ptr);
+      give_back_gpu_memory(&m);
+    };
     memory.next_id = [this] { return next_allocation_id_++; };
     memory.forget = [this](uint64_t id) {
       if (mr_cache_) mr_cache_->forget(id);
@@ -60,6 +72,18 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (config_.idle_progress.count() > 0)
     idle_progress_ = std::thread([this] { idle_progress_loop(); });
   if (config_.timeout.count() > 0) watchdog_ = std::thread([this] { watchdog_loop(); });
+}
+
+void Engine::give_back_gpu_memory(GpuMemoryToFree* memory) {
+  unused_gpu_memory_->append(memory);
+  free_unused_gpu_memory();
+}
+
+// Under the lock, with no low-latency kernel of this engine under way, none can start meanwhile:
+// the free waits only for work that ends by itself (copies, the application's kernels).
+void Engine::free_unused_gpu_memory() {
+  if (ll_kernels_under_way_ > 0 || !unused_gpu_memory_ || unused_gpu_memory_->empty()) return;
+  unused_gpu_memory_->free_all(gpu_.get());
 }
 
 void Engine::idle_progress_loop() {
@@ -84,7 +108,9 @@ Engine::~Engine() {
   if (idle_progress_.joinable()) idle_progress_.join();
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
+  ipc_mappings_.reset();  // its closes come back here
   stages_.reset();
+  free_unused_gpu_memory();
   if (retired_bytes_held_ == 0) return;
   late_sends_.reset();
   if (transport_->holds_operations()) {

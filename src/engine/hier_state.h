@@ -3,7 +3,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
 #include "efacoll/engine.h"
 #include "gpu/gpu_runtime.h"
@@ -17,12 +16,10 @@ struct GrowingDeviceBuffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   uint64_t buffer_id = 0;
+  // Grown by Comm::grow; its communicator's destructor takes the memory (Comm::take_gpu_memory).
   ~GrowingDeviceBuffer() {
     if (ptr) gpu->free_device(device, ptr);
   }
-  // Grows to at least `want` bytes on `dev`, freeing and allocating with `lend` lent (a call's
-  // lock, or nullptr): cudaFree waits for the whole device (engine/lock_lent.h).
-  Status ensure(GpuRuntime* rt, int dev, size_t want, std::unique_lock<std::mutex>* lend);
 };
 
 struct HierState {

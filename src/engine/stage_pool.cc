@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "engine/lock_lent.h"
+
 namespace efacoll {
 
 StagePool::~StagePool() {
   for (auto& s : stages_) memory_.free(s->ptr);
 }
 
-Status StagePool::acquire(size_t bytes, StageSet** out) {
+Status StagePool::acquire(size_t bytes, StageSet** out, std::unique_lock<std::mutex>* lend) {
   StageSet* fits = nullptr;
   StageSet* largest = nullptr;
   for (auto& s : stages_) {
@@ -28,11 +30,19 @@ Status StagePool::acquire(size_t bytes, StageSet** out) {
       stages_.push_back(std::make_unique<StageSet>());
       stage = stages_.back().get();
     }
-    Status st = memory_.alloc(bytes, &stage->ptr);
+    // Taken before the lock is lent: no other call takes it meanwhile.
+    stage->busy = true;
+    void* made = nullptr;
+    Status st;
+    {
+      LockLent lent(lend);
+      st = memory_.alloc(bytes, &made);
+    }
     if (!st.is_ok()) {
       remove(stage);
       return st;
     }
+    stage->ptr = made;
     stage->bytes = bytes;
     stage->id = memory_.next_id();
   }

@@ -444,5 +444,40 @@ TEST_F(LlMismatch, ThroughTheRuntimeACallThatLendsTheLockStartsAfterTheCallersLe
   }
 }
 
+// CUDA's rule that the engine's deferred frees rest on (engine/gpu_memory_to_free.h): a cudaFree
+// made while a low-latency call waits for its peer waits for that call's kernel, and so for the
+// peer. Here the peer's kernel is launched from another thread a second later.
+TEST_F(LlMismatch, ThroughTheRuntimeACudaFreeWaitsForAKernelThatWaitsForItsPeer) {
+  auto runtime = two_ranks_and_a_runtime();
+  ASSERT_NE(runtime, nullptr);
+  const Call usual{CollKind::kAllreduce, ROp::kSum, 1000};
+  const uint64_t timeout_ns = 4ull * 1000 * 1000 * 1000;
+  LlCall call = prepare(0, usual, 1, timeout_ns);
+  call.lends_lock = true;
+  const LlCall peer_call = prepare(1, usual, 1, timeout_ns);
+  void* spare = nullptr;  // freed below, not by the fixture
+  ASSERT_CUDA(cudaMalloc(&spare, size_t(1) << 20));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  Status st;
+  LlFault fault;
+  std::thread caller([&] { st = runtime->run_ll(0, call, &fault); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    EXPECT_TRUE(ll_launch(peer_call, kLlPush | kLlFinish, signals_[1], stream(1)).is_ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(cudaFree(spare), cudaSuccess);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  peer.join();
+  caller.join();
+  wait_all({1});
+  EXPECT_TRUE(st.is_ok()) << st.to_string() << " (the free took " << took << " s)";
+  EXPECT_GT(took, 0.8) << "cudaFree did not wait for the kernel that waited for its peer";
+  EXPECT_LT(took, 3.0) << "the peer's launch waited for the free";
+  for (int r : {0, 1}) expect_exact_allreduce(r, usual.count);
+}
+
 }  // namespace
 }  // namespace efacoll

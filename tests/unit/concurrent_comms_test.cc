@@ -26,7 +26,18 @@ struct Calls {
   // Every `churn` calls (0: never) the thread also makes a copy of its communicator, runs two
   // calls on it and frees it: creations go on while other threads' calls run.
   int churn = 0;
+  // Two calls in three mix host and GPU buffers (host input and GPU result, then the reverse):
+  // the engine makes device copies of the host ones.
+  bool mixed = false;
 };
+
+std::string check_call(Comm& comm, int rank, int i, size_t count, const Calls& calls) {
+  if (!calls.mixed || i % 3 == 0)
+    return check_allreduce_in_place(comm, rank, calls.ranks, count, calls.memory);
+  const bool host_input = i % 3 == 1;
+  return check_allreduce(comm, rank, calls.ranks, count, host_input ? MemKind::kHost : calls.memory,
+                         host_input ? calls.memory : MemKind::kHost);
+}
 
 void thread_calls(int rank, int t, Comm& comm, const Calls& calls, Bootstrap& boot, Engine& engine,
                   std::vector<std::string>* failures) {
@@ -46,8 +57,7 @@ void thread_calls(int rank, int t, Comm& comm, const Calls& calls, Bootstrap& bo
     // ranks' orders differ, call after call.
     if ((i + rank + t) % kThreads == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const size_t count = 1 + calls.least + static_cast<size_t>((i * 37 + t * 101) % calls.spread);
-    const std::string wrong =
-        check_allreduce_in_place(comm, rank, calls.ranks, count, calls.memory);
+    const std::string wrong = check_call(comm, rank, i, count, calls);
     if (!wrong.empty()) {
       return failures->push_back("thread " + std::to_string(t) + " call " + std::to_string(i) +
                                  ": " + wrong);
@@ -121,11 +131,13 @@ TEST(ConcurrentComms, ThreadsGpuCallsOnTheirOwnCommunicatorsInterleave) {
 // The same inside one node with the low-latency protocol forced (on the host, the ranks being
 // threads of one process): each call waits for its peers' keys and data in its region, as the
 // kernel does on the GPU. Until 2026-12-03 such calls kept the engine's lock while they waited,
-// so the calls had to come in one order on every rank.
-RankSetup ll_setup(std::shared_ptr<HostGpuRuntime::Counts> counts, Calls* calls) {
+// so the calls had to come in one order on every rank. With frees_wait, the runtime's frees
+// wait for the low-latency calls under way, as CUDA's do for kernels.
+RankSetup ll_setup(std::shared_ptr<HostGpuRuntime::Counts> counts, Calls* calls,
+                   bool frees_wait = false) {
   RankSetup setup = gpu_setup(counts, calls);
-  setup.gpu = [counts](int) {
-    return std::make_unique<HostGpuRuntime>(counts, /*in_process_ipc=*/true);
+  setup.gpu = [counts, frees_wait](int) {
+    return std::make_unique<HostGpuRuntime>(counts, /*in_process_ipc=*/true, frees_wait);
   };
   setup.config.ipc_chunk_bytes = size_t(64) << 10;
   setup.config.ipc_ll_max_bytes = size_t(64) << 10;
@@ -144,6 +156,37 @@ TEST(ConcurrentComms, ThreadsLowLatencyCallsOnTheirOwnCommunicatorsInterleave) {
       << "not every call ran the low-latency protocol";
   EXPECT_GE(counts->ll_most_at_once.load(), 2)
       << "no two low-latency calls of one rank were under way at once";
+}
+
+// cudaFree and cudaFreeHost wait for the device's kernels, a low-latency one waiting for its
+// peers too, whose own calls may wait for this thread's next one: the engine frees its memory
+// only while none of its low-latency kernels is under way. Calls that mix host and GPU buffers
+// make and free device copies of the host ones. Until 2026-12-03 the copies were freed at the
+// call's end, with the lock lent: 6 calls timed out here, each rank's thread stopped in a free.
+TEST(ConcurrentComms, ThreadsMixedLowLatencyCallsInterleaveWhileFreesWaitForKernels) {
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  Calls calls;
+  RankSetup setup = ll_setup(counts, &calls, /*frees_wait=*/true);
+  calls.mixed = true;
+  ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
+  for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
+  EXPECT_EQ(counts->ll_calls.load(), calls.ranks * kThreads * kCalls)
+      << "not every call ran the low-latency protocol";
+  EXPECT_EQ(counts->frees_waited.load(), 0) << "frees waited for low-latency calls under way";
+}
+
+// Copies of the threads' communicators made, used and freed while other threads' low-latency
+// calls wait (MPI_Comm_free under MPI_THREAD_MULTIPLE): the copy's GPU memory (its IPC
+// workspace, which holds the protocol's region, and scratch) waits for a moment without them.
+// Until 2026-12-03 it was freed at once, under the lock.
+TEST(ConcurrentComms, ThreadsFreeCommunicatorsWhileLowLatencyCallsWait) {
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  Calls calls;
+  RankSetup setup = ll_setup(counts, &calls, /*frees_wait=*/true);
+  calls.churn = 2;
+  ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
+  for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
+  EXPECT_EQ(counts->frees_waited.load(), 0) << "frees waited for low-latency calls under way";
 }
 
 // EFACOLL_IPC_LL_LEND=0 has the protocol's calls keep the lock (and their kernel the blocking
@@ -189,11 +232,12 @@ TEST(ConcurrentComms, ThreadsGpuCallsMakeSubCommunicatorsWhileOthersCreateTheirs
 }
 
 // The same with the node phases in the low-latency protocol (on the host, as above): they lend
-// their parent call's lock while they wait.
+// their parent call's lock while they wait. The cross-node phases' staging slots and the slices
+// grow meanwhile, and frees wait for kernels as CUDA's do.
 TEST(ConcurrentComms, ThreadsHierarchicalCallsWithLowLatencyNodePhasesInterleave) {
   auto counts = std::make_shared<HostGpuRuntime::Counts>();
   Calls calls;
-  RankSetup setup = ll_setup(counts, &calls);
+  RankSetup setup = ll_setup(counts, &calls, /*frees_wait=*/true);
   setup.config.gpu_host_path_max = 0;  // small calls too go hierarchical
   calls.ranks = 4;
   setup.node_size = 2;
@@ -204,6 +248,7 @@ TEST(ConcurrentComms, ThreadsHierarchicalCallsWithLowLatencyNodePhasesInterleave
   for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
   EXPECT_GE(counts->ll_most_at_once.load(), 2)
       << "no two low-latency calls of one rank were under way at once";
+  EXPECT_EQ(counts->frees_waited.load(), 0) << "frees waited for low-latency calls under way";
 }
 
 }  // namespace

@@ -35,13 +35,28 @@ Status HostGpuRuntime::alloc_device(int, size_t bytes, void** out) {
   return *out ? Status::ok() : Status(Code::kInternal, "out of memory");
 }
 
-void HostGpuRuntime::free_device(int, void* ptr) { std::free(ptr); }
+void HostGpuRuntime::wait_for_kernels() {
+  if (!frees_wait_) return;
+  std::unique_lock<std::mutex> lock(ll_mutex_);
+  const uint64_t begun = ll_started_;
+  auto earlier_ended = [&] { return ll_running_.empty() || *ll_running_.begin() > begun; };
+  if (!earlier_ended()) ++counts_->frees_waited;
+  ll_ended_.wait(lock, earlier_ended);
+}
+
+void HostGpuRuntime::free_device(int, void* ptr) {
+  wait_for_kernels();
+  std::free(ptr);
+}
 
 Status HostGpuRuntime::alloc_pinned(size_t bytes, void** out) {
   return alloc_device(-1, bytes, out);
 }
 
-void HostGpuRuntime::free_pinned(void* ptr) { std::free(ptr); }
+void HostGpuRuntime::free_pinned(void* ptr) {
+  wait_for_kernels();
+  std::free(ptr);
+}
 
 Status HostGpuRuntime::copy(void* dst, const void* src, size_t bytes) {
   std::memmove(dst, src, bytes);
@@ -94,7 +109,18 @@ Status HostGpuRuntime::run_ll(int, const LlCall& call, LlFault* fault) {
   ++counts_->ll_calls;
   if (call.lends_lock) ++counts_->ll_lent;
   raise_to(&counts_->ll_most_at_once, ++ll_held_);
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(ll_mutex_);
+    ticket = ++ll_started_;
+    ll_running_.insert(ticket);
+  }
   const Status st = run_ll_on_host(call, fault);
+  {
+    std::lock_guard<std::mutex> lock(ll_mutex_);
+    ll_running_.erase(ticket);
+  }
+  ll_ended_.notify_all();
   --ll_held_;
   return st;
 }

@@ -3,10 +3,15 @@
 // copies. By default CUDA IPC and the low-latency protocol are not offered, as where GPUs cannot
 // reach each other; with in_process_ipc, for ranks that are threads of one process, a "handle"
 // is the address itself and the protocol runs on the host (host_ll_protocol.h). Counts the
-// local-operation sets, and the low-latency calls, that calls held at once.
+// local-operation sets, and the low-latency calls, that calls held at once. With
+// frees_wait_for_kernels, a free waits as cudaFree and cudaFreeHost do: for the low-latency calls
+// under way on this "device" when it began, one waiting for its peers too.
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "gpu/gpu_runtime.h"
 
@@ -19,10 +24,12 @@ class HostGpuRuntime : public GpuRuntime {
   struct Counts {
     std::atomic<int> most_at_once{0};
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
-    std::atomic<int> ll_lent{0};  // low-latency calls that lent the lock (LlCall::lends_lock)
+    std::atomic<int> ll_lent{0};       // low-latency calls that lent the lock (LlCall::lends_lock)
+    std::atomic<int> frees_waited{0};  // frees that waited for a low-latency call
   };
-  explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false)
-      : counts_(std::move(counts)), ipc_(in_process_ipc) {}
+  explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false,
+                          bool frees_wait_for_kernels = false)
+      : counts_(std::move(counts)), ipc_(in_process_ipc), frees_wait_(frees_wait_for_kernels) {}
 
   Status acquire_local_ops(int device, LocalOps** out) override;
   void release_local_ops(int device, LocalOps* ops) override;
@@ -45,9 +52,16 @@ class HostGpuRuntime : public GpuRuntime {
   int set_device(int device) override { return device; }
 
  private:
+  void wait_for_kernels();
+
   std::shared_ptr<Counts> counts_;
-  const bool ipc_;
+  const bool ipc_, frees_wait_;
   std::atomic<int> held_{0}, ll_held_{0};
+  // The low-latency calls under way, numbered as they started.
+  std::mutex ll_mutex_;
+  std::condition_variable ll_ended_;
+  uint64_t ll_started_ = 0;
+  std::set<uint64_t> ll_running_;
 };
 
 }  // namespace testing

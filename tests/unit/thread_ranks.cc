@@ -106,5 +106,25 @@ std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t co
   return compare(buf, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
 }
 
+std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
+                            MemKind recv_memory) {
+  const Bytes input = make_input(DType::kInt32, ROp::kSum, rank, count);
+  Bytes send = input, recv(input.size(), 0x5a);
+  CollArgs a;
+  a.kind = CollKind::kAllreduce;
+  a.sendbuf = send.data();
+  a.recvbuf = recv.data();
+  a.count = count;
+  a.dtype = DType::kInt32;
+  a.op = ROp::kSum;
+  a.send_mem = send_memory;
+  a.recv_mem = recv_memory;
+  if (is_gpu(send_memory) || is_gpu(recv_memory)) a.device = 0;
+  const Status st = comm.run(a);
+  if (!st.is_ok()) return st.to_string();
+  if (send != input) return "the send buffer changed";
+  return compare(recv, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+}
+
 }  // namespace testing
 }  // namespace efacoll

@@ -77,6 +77,10 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
 // difference. `memory`: what the call is told the buffer is (kDevice: a GPU call on device 0).
 std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
                                      MemKind memory = MemKind::kHost);
+// The same out of place, the buffers told to be `send_memory` and `recv_memory` (one kHost, the
+// other kDevice: a call that mixes host and GPU buffers). The input must stay as it was.
+std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
+                            MemKind recv_memory);
 
 // Whether a libfabric provider can be opened here (tests skip, saying why, when not).
 bool provider_available(const std::string& name);
