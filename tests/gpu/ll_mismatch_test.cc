@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -445,8 +446,10 @@ TEST_F(LlMismatch, ThroughTheRuntimeACallThatLendsTheLockStartsAfterTheCallersLe
 }
 
 // CUDA's rule that the engine's deferred frees rest on (engine/gpu_memory_to_free.h): a cudaFree
-// made while a low-latency call waits for its peer waits for that call's kernel, and so for the
-// peer. Here the peer's kernel is launched from another thread a second later.
+// made while a low-latency call waits for its peer waits for that call's kernel. The peer's
+// kernel is launched from another thread a second later. On the H200 (CUDA 13, 2026-12-03) that
+// launch also waited for the free, so the call ended only at its timeout: within one process too,
+// a free blocks the calls it waits for. Either way the free must have waited.
 TEST_F(LlMismatch, ThroughTheRuntimeACudaFreeWaitsForAKernelThatWaitsForItsPeer) {
   auto runtime = two_ranks_and_a_runtime();
   ASSERT_NE(runtime, nullptr);
@@ -460,23 +463,33 @@ TEST_F(LlMismatch, ThroughTheRuntimeACudaFreeWaitsForAKernelThatWaitsForItsPeer)
   ASSERT_CUDA(cudaDeviceSynchronize());
   Status st;
   LlFault fault;
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::thread caller([&] { st = runtime->run_ll(0, call, &fault); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  double launched_at = 0;
   std::thread peer([&] {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     EXPECT_TRUE(ll_launch(peer_call, kLlPush | kLlFinish, signals_[1], stream(1)).is_ok());
+    launched_at = since_start();
   });
-  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(cudaFree(spare), cudaSuccess);
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double freed_at = since_start();
   peer.join();
   caller.join();
   wait_all({1});
-  EXPECT_TRUE(st.is_ok()) << st.to_string() << " (the free took " << took << " s)";
-  EXPECT_GT(took, 0.8) << "cudaFree did not wait for the kernel that waited for its peer";
-  EXPECT_LT(took, 3.0) << "the peer's launch waited for the free";
-  for (int r : {0, 1}) expect_exact_allreduce(r, usual.count);
+  EXPECT_GT(freed_at, 0.9) << "cudaFree did not wait for the kernel that waited for its peer";
+  std::printf("cudaFree returned after %.2f s, the peer's launch after %.2f s; the call: %s\n",
+              freed_at, launched_at, st.to_string().c_str());
+  if (st.is_ok()) {
+    expect_exact_allreduce(0, usual.count);
+  } else {
+    EXPECT_EQ(st.code(), Code::kTimeout) << st.to_string();
+    EXPECT_GE(launched_at, freed_at - 0.05) << "the call timed out, yet the launch did not wait";
+  }
+  expect_exact_allreduce(1, usual.count);  // rank 0 pushed its data before it waited
 }
 
 }  // namespace
