@@ -215,6 +215,10 @@ class Engine {
   // destroyed before gpu_, through which it closes them.
   std::unique_ptr<IpcMappings> ipc_mappings_;
   uint64_t process_key_ = 0;  // names this engine to its peers' IPC mappings
+  // GPU memory given back while low-latency kernels were under way (null without a GPU runtime);
+  // declared before stages_, whose frees come here.
+  std::unique_ptr<GpuMemoryToFree> unused_gpu_memory_;
+  int ll_kernels_under_way_ = 0;  // under busy_
   // Pinned host slots for staged GPU calls, a set per call under way (null without a GPU
   // runtime).
   std::unique_ptr<StagePool> stages_;
@@ -225,9 +229,6 @@ class Engine {
   std::vector<std::vector<uint8_t>> retired_host_;
   std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
   std::vector<void*> retired_pinned_;
-  // GPU memory given back while low-latency kernels were under way (null without a GPU runtime).
-  std::unique_ptr<GpuMemoryToFree> unused_gpu_memory_;
-  int ll_kernels_under_way_ = 0;  // under busy_
   size_t retired_bytes_held_ = 0, retired_bytes_total_ = 0;
   std::bitset<4096> comm_ids_in_use_;    // nested ones too
   size_t nested_comms_ = 0;              // sub-communicators of hierarchical calls

@@ -162,30 +162,31 @@ Comm::~Comm() {
   // Other threads may be running collectives (MPI_Comm_free under MPI_THREAD_MULTIPLE).
   std::unique_lock<std::mutex> busy(engine_->busy_, std::defer_lock);
   if (!nested_) busy.lock();
-  // Sub-communicators' memory too: they go with hier_.
+  // Sub-communicators' memory too: they go with hier_. Peers' workspaces mapped through CUDA IPC
+  // are closed at once, by ~IpcState (gpu_memory_to_free.h).
   GpuMemoryToFree memory;
   take_gpu_memory(&memory);
   if (!memory.empty()) engine_->give_back_gpu_memory(&memory);
   hier_.reset();
   ipc_.reset();
-  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   engine_->comm_ids_in_use_[id_] = false;
   if (nested_) --engine_->nested_comms_;
 }
 
 void Comm::take_gpu_memory(GpuMemoryToFree* out) {
+  // Registrations go before the memory.
+  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   if (gpu_scratch_) out->device.emplace_back(gpu_scratch_device_, gpu_scratch_);
   gpu_scratch_ = nullptr;
   gpu_scratch_bytes_ = 0;
   if (pinned_) out->pinned.push_back(pinned_);
   pinned_ = nullptr;
   pinned_bytes_ = 0;
-  if (ipc_) {
-    for (void*& p : ipc_->peers) {
-      if (p && p != ipc_->workspace) out->mapped.push_back(p);
-      p = nullptr;
-    }
-    if (ipc_->workspace) out->device.emplace_back(ipc_->device, ipc_->workspace);
+  if (ipc_ && ipc_->workspace) {
+    out->device.emplace_back(ipc_->device, ipc_->workspace);
+    // Its own entry in peers is the workspace: not a mapping for ~IpcState to close.
+    for (void*& p : ipc_->peers)
+      if (p == ipc_->workspace) p = nullptr;
     ipc_->workspace = nullptr;
   }
   std::vector<GrowingDeviceBuffer*> grown = {send_copy_.get(), recv_copy_.get()};

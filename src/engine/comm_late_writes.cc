@@ -13,6 +13,7 @@
 #include "core/schedule.h"
 #include "efacoll/engine.h"
 #include "engine/gpu_memory_to_free.h"
+#include "engine/hier_state.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
@@ -51,7 +52,22 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
     retire_note("staging slots", stage->bytes);
     engine_->retired_pinned_.push_back(engine_->stages_->retire(stage));
   }
-  const bool user_buffer = named(BufId::kRecv) || (named(BufId::kSend) && !args.inplace);
+  bool recv_named = named(BufId::kRecv), send_named = named(BufId::kSend) && !args.inplace;
+  // A mixed call's device copies of the user's host buffers are ours (Comm::run_locked): retired
+  // like the scratch, not reused by the next such call.
+  auto retire_copy = [&](GrowingDeviceBuffer& copy, const void* buffer, const char* what_memory) {
+    if (copy.ptr == nullptr || copy.ptr != buffer) return false;
+    engine_->retired_device_.emplace_back(copy.device, copy.ptr);
+    retire_note(what_memory, copy.bytes);
+    copy.ptr = nullptr;
+    copy.bytes = 0;
+    return true;
+  };
+  if (recv_named && retire_copy(*recv_copy_, args.recvbuf, "device copy of the receive buffer"))
+    recv_named = false;
+  if (send_named && retire_copy(*send_copy_, args.sendbuf, "device copy of the send buffer"))
+    send_named = false;
+  const bool user_buffer = recv_named || send_named;
   if (mrs && is_gpu(args.recv_mem)) {
     if (named(BufId::kRecv) && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);
     if (named(BufId::kSend) && !args.inplace && args.send_buffer_id != 0)

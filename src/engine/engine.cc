@@ -44,15 +44,9 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (gpu_) {
     GpuRuntime* rt = gpu_.get();
     unused_gpu_memory_ = std::make_unique<GpuMemoryToFree>();
-    // Both are used under busy_.
     ipc_mappings_ = std::make_unique<IpcMappings>(
         [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
-        [this](void* mapped) {
-          GpuMemoryToFree m;
-          m.mapped.push_back(mapped);
-          give_back_gpu_memory(&m);
-        },
-        kIpcMappingsKept);
+        [rt](void* mapped) { rt->ipc_close(mapped); }, kIpcMappingsKept);
     // Unique among the engines of one node (processes, or ranks as threads in the tests).
     std::random_device entropy;
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
@@ -108,8 +102,7 @@ Engine::~Engine() {
   if (idle_progress_.joinable()) idle_progress_.join();
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
-  ipc_mappings_.reset();  // its closes come back here
-  stages_.reset();
+  stages_.reset();  // its frees come back here (give_back_gpu_memory)
   free_unused_gpu_memory();
   if (retired_bytes_held_ == 0) return;
   late_sends_.reset();

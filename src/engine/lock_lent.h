@@ -1,7 +1,7 @@
 // A call's lock lent out for one wait that touches none of the engine's state, so that other
 // threads' calls go on meanwhile: a low-latency kernel waiting for its peers, or a CUDA
-// allocation or free, which may wait for the whole device, where another thread's kernel may
-// wait for peers that wait for this thread's next call.
+// allocation. (Frees wait for the whole device, a kernel waiting for peers included, whatever
+// the lock: the engine makes them only between such kernels, engine/gpu_memory_to_free.h.)
 #pragma once
 #include <mutex>
 
