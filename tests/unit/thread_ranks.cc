@@ -89,41 +89,44 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
   return all;
 }
 
-std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
-                                     MemKind memory) {
-  Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
+namespace {
+
+// An int32 sum allreduce of `count` elements on `send` into `recv` (send null: in place), each
+// buffer told to be the given kind; checked against expected_reduction over `nranks`.
+std::string check_int32_sum(Comm& comm, int nranks, size_t count, uint8_t* send,
+                            MemKind send_memory, Bytes* recv, MemKind recv_memory) {
   CollArgs a;
   a.kind = CollKind::kAllreduce;
-  a.recvbuf = buf.data();
+  a.sendbuf = send;
+  a.recvbuf = recv->data();
   a.count = count;
   a.dtype = DType::kInt32;
   a.op = ROp::kSum;
-  a.inplace = true;
-  a.recv_mem = memory;
-  if (is_gpu(memory)) a.device = 0;
+  a.inplace = send == nullptr;
+  a.send_mem = send_memory;
+  a.recv_mem = recv_memory;
+  if (is_gpu(recv_memory) || (send && is_gpu(send_memory))) a.device = 0;
   const Status st = comm.run(a);
   if (!st.is_ok()) return st.to_string();
-  return compare(buf, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+  return compare(*recv, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+}
+
+}  // namespace
+
+std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
+                                     MemKind memory) {
+  Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
+  return check_int32_sum(comm, nranks, count, nullptr, MemKind::kHost, &buf, memory);
 }
 
 std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
                             MemKind recv_memory) {
   const Bytes input = make_input(DType::kInt32, ROp::kSum, rank, count);
   Bytes send = input, recv(input.size(), 0x5a);
-  CollArgs a;
-  a.kind = CollKind::kAllreduce;
-  a.sendbuf = send.data();
-  a.recvbuf = recv.data();
-  a.count = count;
-  a.dtype = DType::kInt32;
-  a.op = ROp::kSum;
-  a.send_mem = send_memory;
-  a.recv_mem = recv_memory;
-  if (is_gpu(send_memory) || is_gpu(recv_memory)) a.device = 0;
-  const Status st = comm.run(a);
-  if (!st.is_ok()) return st.to_string();
-  if (send != input) return "the send buffer changed";
-  return compare(recv, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+  const std::string wrong =
+      check_int32_sum(comm, nranks, count, send.data(), send_memory, &recv, recv_memory);
+  if (!wrong.empty()) return wrong;
+  return send == input ? "" : "the send buffer changed";
 }
 
 }  // namespace testing
