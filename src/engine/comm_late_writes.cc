@@ -54,19 +54,23 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   }
   bool recv_named = named(BufId::kRecv), send_named = named(BufId::kSend) && !args.inplace;
   // A mixed call's device copies of the user's host buffers are ours (Comm::run_locked): retired
-  // like the scratch, not reused by the next such call.
-  auto retire_copy = [&](GrowingDeviceBuffer& copy, const void* buffer, const char* what_memory) {
-    if (copy.ptr == nullptr || copy.ptr != buffer) return false;
-    engine_->retired_device_.emplace_back(copy.device, copy.ptr);
-    retire_note(what_memory, copy.bytes);
-    copy.ptr = nullptr;
-    copy.bytes = 0;
-    return true;
+  // like the scratch, not reused by the next such call. A hierarchical call's phases receive
+  // into the copies of the communicator the user called.
+  const Comm* called = this;
+  while (called->parent_) called = called->parent_;
+  auto retire_copy_at = [&](const void* buffer) {
+    for (GrowingDeviceBuffer* copy : {called->recv_copy_.get(), called->send_copy_.get()}) {
+      if (copy->ptr == nullptr || copy->ptr != buffer) continue;
+      engine_->retired_device_.emplace_back(copy->device, copy->ptr);
+      retire_note("device copy of a host buffer", copy->bytes);
+      copy->ptr = nullptr;
+      copy->bytes = 0;
+      return true;
+    }
+    return false;
   };
-  if (recv_named && retire_copy(*recv_copy_, args.recvbuf, "device copy of the receive buffer"))
-    recv_named = false;
-  if (send_named && retire_copy(*send_copy_, args.sendbuf, "device copy of the send buffer"))
-    send_named = false;
+  if (recv_named && retire_copy_at(args.recvbuf)) recv_named = false;
+  if (send_named && retire_copy_at(args.sendbuf)) send_named = false;
   const bool user_buffer = recv_named || send_named;
   if (mrs && is_gpu(args.recv_mem)) {
     if (named(BufId::kRecv) && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);

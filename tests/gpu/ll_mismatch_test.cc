@@ -478,15 +478,17 @@ TEST_F(LlMismatch, ThroughTheRuntimeACudaFreeWaitsForAKernelThatWaitsForItsPeer)
   // (a legacy-stream copy does not wait for that kernel's stream).
   const size_t signals_at = region_.flags_offset();
   std::vector<uint64_t> words((region_.total_bytes() - signals_at) / sizeof(uint64_t));
+  cudaError_t read = cudaSuccess;
   auto kernel_running = [&] {
-    EXPECT_EQ(cudaMemcpy(words.data(), static_cast<uint8_t*>(regions_[1]) + signals_at,
-                         words.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    read = cudaMemcpy(words.data(), static_cast<uint8_t*>(regions_[1]) + signals_at,
+                      words.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost);
+    if (read != cudaSuccess) return true;  // reported below
     for (uint64_t w : words)
       if (w != 0) return true;
     return false;
   };
   while (!kernel_running() && since_start() < 0.8) std::this_thread::yield();
+  EXPECT_EQ(read, cudaSuccess) << cudaGetErrorString(read);
   EXPECT_LT(since_start(), 0.8) << "the call's kernel never reached rank 1's region";
   EXPECT_EQ(cudaFree(spare), cudaSuccess);
   const double freed_at = since_start();

@@ -91,24 +91,27 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
 
 namespace {
 
-// An int32 sum allreduce of `count` elements on `send` into `recv` (send null: in place), each
-// buffer told to be the given kind; checked against expected_reduction over `nranks`.
-std::string check_int32_sum(Comm& comm, int nranks, size_t count, uint8_t* send,
-                            MemKind send_memory, Bytes* recv, MemKind recv_memory) {
+// An int32 sum allreduce of `count` elements on `send` into `recv` (in place: `send` unused),
+// each buffer told to be the given kind; "" when it ran, else the error.
+std::string run_int32_sum(Comm& comm, size_t count, bool in_place, uint8_t* send,
+                          MemKind send_memory, uint8_t* recv, MemKind recv_memory) {
   CollArgs a;
   a.kind = CollKind::kAllreduce;
-  a.sendbuf = send;
-  a.recvbuf = recv->data();
+  a.sendbuf = in_place ? nullptr : send;
+  a.recvbuf = recv;
   a.count = count;
   a.dtype = DType::kInt32;
   a.op = ROp::kSum;
-  a.inplace = send == nullptr;
-  a.send_mem = send_memory;
+  a.inplace = in_place;
+  if (!in_place) a.send_mem = send_memory;
   a.recv_mem = recv_memory;
-  if (is_gpu(recv_memory) || (send && is_gpu(send_memory))) a.device = 0;
+  if (is_gpu(recv_memory) || (!in_place && is_gpu(send_memory))) a.device = 0;
   const Status st = comm.run(a);
-  if (!st.is_ok()) return st.to_string();
-  return compare(*recv, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+  return st.is_ok() ? "" : st.to_string();
+}
+
+std::string compare_int32_sum(const Bytes& got, int nranks, size_t count) {
+  return compare(got, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
 }
 
 }  // namespace
@@ -116,17 +119,20 @@ std::string check_int32_sum(Comm& comm, int nranks, size_t count, uint8_t* send,
 std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
                                      MemKind memory) {
   Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
-  return check_int32_sum(comm, nranks, count, nullptr, MemKind::kHost, &buf, memory);
+  const std::string err =
+      run_int32_sum(comm, count, true, nullptr, MemKind::kHost, buf.data(), memory);
+  return err.empty() ? compare_int32_sum(buf, nranks, count) : err;
 }
 
 std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
                             MemKind recv_memory) {
   const Bytes input = make_input(DType::kInt32, ROp::kSum, rank, count);
   Bytes send = input, recv(input.size(), 0x5a);
-  const std::string wrong =
-      check_int32_sum(comm, nranks, count, send.data(), send_memory, &recv, recv_memory);
-  if (!wrong.empty()) return wrong;
-  return send == input ? "" : "the send buffer changed";
+  const std::string err =
+      run_int32_sum(comm, count, false, send.data(), send_memory, recv.data(), recv_memory);
+  if (!err.empty()) return err;
+  if (send != input) return "the send buffer changed";
+  return compare_int32_sum(recv, nranks, count);
 }
 
 }  // namespace testing
