@@ -192,9 +192,9 @@ class Engine {
   // (comm_late_writes.cc).
   void release_retired_memory();
   void free_retired_memory();  // no write can reach it any more
-  // Under busy_: `memory` (emptied) is freed now, or once no low-latency kernel of this engine is
-  // under way (engine/gpu_memory_to_free.h).
-  void give_back_gpu_memory(GpuMemoryToFree* memory);
+  // Under busy_: `memory` is freed now, or once no low-latency kernel of this engine is under way
+  // (engine/gpu_memory_to_free.h).
+  void give_back_gpu_memory(GpuMemoryToFree memory);
   void free_unused_gpu_memory();  // under busy_: what was given back, unless a kernel is under way
   // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
   // on it (false: another creation on this process took it first; try again).

@@ -2,6 +2,7 @@
 // buffers' GPU), stage GPU data through pinned host slots when the provider cannot touch GPU
 // memory, register what the provider wants registered, and run the schedule.
 #include <algorithm>
+#include <utility>
 
 #include "coll/builders.h"
 #include "coll/channels.h"
@@ -166,7 +167,7 @@ Comm::~Comm() {
   // are closed at once, by ~IpcState (gpu_memory_to_free.h).
   GpuMemoryToFree memory;
   take_gpu_memory(&memory);
-  if (!memory.empty()) engine_->give_back_gpu_memory(&memory);
+  if (!memory.empty()) engine_->give_back_gpu_memory(std::move(memory));
   hier_.reset();
   ipc_.reset();
   engine_->comm_ids_in_use_[id_] = false;
@@ -215,9 +216,8 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
   }
   const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
   if (gpu_scratch_) {
-    GpuMemoryToFree old;
-    old.device.emplace_back(gpu_scratch_device_, gpu_scratch_);
-    engine_->give_back_gpu_memory(&old);
+    engine_->give_back_gpu_memory(
+        GpuMemoryToFree::device_memory(gpu_scratch_device_, gpu_scratch_));
   }
   gpu_scratch_ = nullptr;
   gpu_scratch_bytes_ = 0;
@@ -379,9 +379,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
     if (pinned_) {
-      GpuMemoryToFree old;
-      old.pinned.push_back(pinned_);
-      engine_->give_back_gpu_memory(&old);
+      engine_->give_back_gpu_memory(GpuMemoryToFree::pinned_memory(pinned_));
     }
     pinned_ = nullptr;
     pinned_bytes_ = 0;

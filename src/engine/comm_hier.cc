@@ -56,9 +56,7 @@ class SubsetBootstrap : public Bootstrap {
 Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
   if (b.ptr && b.device == dev && b.bytes >= want) return Status::ok();
   if (b.ptr) {
-    GpuMemoryToFree old;
-    old.device.emplace_back(b.device, b.ptr);
-    engine_->give_back_gpu_memory(&old);
+    engine_->give_back_gpu_memory(GpuMemoryToFree::device_memory(b.device, b.ptr));
   }
   b.ptr = nullptr;
   b.bytes = 0;

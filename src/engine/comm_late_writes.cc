@@ -8,6 +8,7 @@
 // The user's GPU buffers lose their cached registration, which tcp, udp and shm then enforce, as
 // they do for the user's host buffers, registered for the call alone.
 #include <string>
+#include <utility>
 
 #include "common/log.h"
 #include "core/schedule.h"
@@ -106,7 +107,7 @@ void Engine::free_retired_memory() {
   memory.device.swap(retired_device_);
   memory.pinned.swap(retired_pinned_);
   retired_bytes_held_ = 0;
-  if (!memory.empty()) give_back_gpu_memory(&memory);
+  if (!memory.empty()) give_back_gpu_memory(std::move(memory));
 }
 
 }  // namespace efacoll

@@ -52,11 +52,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
     StagePool::Memory memory;
     memory.alloc = [rt](size_t bytes, void** out) { return rt->alloc_pinned(bytes, out); };
-    memory.free = [this](void* ptr) {
-      GpuMemoryToFree m;
-      m.pinned.push_back(ptr);
-      give_back_gpu_memory(&m);
-    };
+    memory.free = [this](void* ptr) { give_back_gpu_memory(GpuMemoryToFree::pinned_memory(ptr)); };
     memory.next_id = [this] { return next_allocation_id_++; };
     memory.forget = [this](uint64_t id) {
       if (mr_cache_) mr_cache_->forget(id);
@@ -68,8 +64,8 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (config_.timeout.count() > 0) watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
-void Engine::give_back_gpu_memory(GpuMemoryToFree* memory) {
-  unused_gpu_memory_->append(memory);
+void Engine::give_back_gpu_memory(GpuMemoryToFree memory) {
+  unused_gpu_memory_->append(&memory);
   free_unused_gpu_memory();
 }
 

@@ -17,6 +17,16 @@ struct GpuMemoryToFree {
   std::vector<std::pair<int, void*>> device;  // (CUDA ordinal, pointer)
   std::vector<void*> pinned;
 
+  static GpuMemoryToFree device_memory(int ordinal, void* p) {
+    GpuMemoryToFree m;
+    m.device.emplace_back(ordinal, p);
+    return m;
+  }
+  static GpuMemoryToFree pinned_memory(void* p) {
+    GpuMemoryToFree m;
+    m.pinned.push_back(p);
+    return m;
+  }
   bool empty() const { return device.empty() && pinned.empty(); }
   void append(GpuMemoryToFree* more) {
     device.insert(device.end(), more->device.begin(), more->device.end());
