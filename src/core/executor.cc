@@ -71,6 +71,7 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   const Op& op = s_.ops[index];
   const bool network = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+  if (network && !status.is_ok()) links_in_doubt_.insert(op.peer);
   if (network && mismatched(op, slots_[index], status, bytes)) {
     // Counted as done below: the data is not trusted, the schedule goes on.
   } else if (!status.is_ok() && error_.is_ok()) {
@@ -189,7 +190,10 @@ Status Executor::run() {
         if (lane != kNoLane) turned_away_.insert(lane);
         continue;
       }
-      if (!st.is_ok()) error_ = op_error(s_.ops[index], st);
+      if (!st.is_ok()) {
+        error_ = op_error(s_.ops[index], st);
+        if (lane != kNoLane) links_in_doubt_.insert(s_.ops[index].peer);
+      }
       moved = true;
     }
     for (uint32_t index : deferred_) ready_.push(index);

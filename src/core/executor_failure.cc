@@ -163,6 +163,8 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
+  if (ctx_.late_sends && !links_in_doubt_.empty())
+    watch_.tell_again_later(links_in_doubt_, ctx_.late_sends);
   watch_.withdraw_cards();
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;

@@ -109,6 +109,9 @@ class Executor {
   // late to the call: where no notice reaches it (shm) it waited out its timeout, and the
   // giving-up rank's untaken messages, which shm completes in order, failed the next call too.
   bool same_shape_ = true;
+  // Peers a send or receive of this call failed with (a message too long for its receive among
+  // them): the link may have dropped, and the notice with it (PeerWatch::tell_again_later).
+  std::set<int> links_in_doubt_;
   // While nothing arrives: looks for messages of another call and for peers' notices.
   PeerWatch watch_;
   const std::chrono::milliseconds look_every_;

@@ -14,13 +14,15 @@ LateSends::~LateSends() {
   }
 }
 
-void LateSends::add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline) {
+void LateSends::add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline,
+                    Clock::time_point not_before) {
   auto s = std::make_unique<Send>();
   s->fn = &LateSends::on_done;
   s->tag = tag;
   s->call_seq = call_seq;
   s->to = to;
   s->deadline = deadline;
+  s->not_before = not_before;
   std::lock_guard<std::mutex> lock(mutex_);
   sends_.push_back(std::move(s));
   ++count_;
@@ -43,6 +45,7 @@ void LateSends::retry() {
       s->done = true;
       continue;
     }
+    if (now < s->not_before) continue;
     const Status st = transport_->send(s->to, nullptr, 0, s->tag, nullptr, s.get());
     if (st.is_ok()) {
       s->posted = true;

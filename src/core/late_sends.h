@@ -2,7 +2,8 @@
 // turned them away (a queue full, or tcp;ofi_rxm still connecting to that peer) for longer than
 // the call waits after a timeout. The engine posts them later, from its idle progress and at
 // the start of its next calls, until each is posted or its deadline passes. Without this the
-// peers that needed the news waited out their own timeouts.
+// peers that needed the news waited out their own timeouts. Also notices sent again, not before
+// a given time, to a peer whose link the call found broken (PeerWatch::tell_again_later).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -23,7 +24,8 @@ class LateSends {
   // Sends still held by the provider stay allocated: it may complete them later.
   ~LateSends();
 
-  void add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline);
+  void add(PeerAddr to, uint64_t tag, uint32_t call_seq, Clock::time_point deadline,
+           Clock::time_point not_before = Clock::time_point());
   // Posts what the provider now takes, drops what is past its deadline. Cheap when empty.
   void retry();
 
@@ -31,6 +33,7 @@ class LateSends {
   struct Send : Completion {
     PeerAddr to{};
     Clock::time_point deadline;
+    Clock::time_point not_before;
     bool posted = false;
     std::atomic<bool> done{false};  // set in the provider's progress, perhaps another call's
   };

@@ -8,6 +8,10 @@
 // - A rank that gives up on a call (a mismatch, a timeout, an error) sends every peer of its
 //   schedule a zero-byte notice. A rank two hops from a dead peer then errs as soon as its
 //   neighbour times out, not one timeout later, and a mismatch ends on every rank.
+// - A notice can be lost where the call found the link to that peer broken: tcp;ofi_rxm drops
+//   a connection that delivered a message too long for its receive, and a notice posted right
+//   after may complete without arriving (seen: the peer, whose only link was that one, waited
+//   out its timeout). Such peers are told once more a moment later, by the engine.
 // - Where the provider cannot peek (shm), neither can be found in the queue. Call cards stand in
 //   for both, matched on their whole tags: a rank that waits posts receives for the cards of the
 //   peers of its schedule at its first looks. Having waited half of EFACOLL_TIMEOUT, it sends the
@@ -53,6 +57,9 @@ class PeerWatch {
   // Sends the notice to every rank in `peers`, naming `silent` (a rank this one found
   // silent; -1: the one a notice received named, if any); best effort, completed by progress.
   void tell(const std::set<int>& peers, GiveUp why, int silent);
+  // Has `late` send the notice again to each of `peers` (links this call found broken) once
+  // the provider has had time to reconnect; after tell().
+  void tell_again_later(const std::set<int>& peers, LateSends* late);
   // Posts again the notices a full queue turned away; whether some are still waiting.
   void retell();
   bool telling() const { return !untold_.empty(); }

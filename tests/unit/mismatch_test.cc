@@ -127,7 +127,8 @@ void expect_every_rank_told(const RankSetup& setup, int n, const Case& c) {
   });
   EXPECT_TRUE(failures.empty()) << c.name << ": " << ::testing::PrintToString(failures);
   EXPECT_LT(*std::max_element(seconds.begin(), seconds.end()), kTimeout.count() / 2)
-      << c.name << ": found by the messages, not the timeout";
+      << c.name << ": found by the messages, not the timeout; seconds "
+      << ::testing::PrintToString(seconds) << ", messages " << ::testing::PrintToString(messages);
   bool named = false;
   for (const std::string& m : messages) named |= m.find(c.said) != std::string::npos;
   EXPECT_TRUE(named) << c.name << ": " << ::testing::PrintToString(messages);
