@@ -33,6 +33,7 @@ EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
     out->thread_multiple = s.engine->config().concurrent ? 1 : 0;
     out->retired_bytes_held = u.retired_bytes_held;
     out->retired_bytes_total = u.retired_bytes_total;
+    out->gpu_bytes_awaiting_free = u.gpu_bytes_awaiting_free;
     return 0;
   } catch (...) {
     return -1;

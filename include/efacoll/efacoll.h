@@ -39,6 +39,9 @@ typedef struct {
   size_t retired_bytes_total; /* retired since MPI_Init */
   size_t sub_communicators;   /* made for hierarchical calls (on declared or real nodes), freed
                                  with the communicators they serve; not in `communicators` */
+  size_t gpu_bytes_awaiting_free; /* efacoll's own GPU and pinned memory it no longer uses,
+                                     given back while its low-latency kernels ran: freed once
+                                     none runs (a free would wait for them) */
 } efacoll_resource_usage;
 
 /* 0 on success, -1 when efacoll is inactive. */

@@ -143,6 +143,8 @@ struct ResourceUsage {
   // Memory retired after failed calls whose late writes have not all come (comm_late_writes.cc),
   // held now and retired since start.
   size_t retired_bytes_held = 0, retired_bytes_total = 0;
+  // Given back while low-latency kernels ran, not yet freed (Engine::give_back_gpu_memory).
+  size_t gpu_bytes_awaiting_free = 0;
 };
 
 class Comm;
@@ -227,13 +229,14 @@ class Engine {
   // Memory a failed call's receives named, which their senders may still write
   // (comm_late_writes.cc): freed once every such write has come, or the transport is closed.
   std::vector<std::vector<uint8_t>> retired_host_;
-  std::vector<std::pair<int, void*>> retired_device_;  // (CUDA ordinal, pointer)
-  std::vector<void*> retired_pinned_;
+  std::unique_ptr<GpuMemoryToFree> retired_gpu_;  // null without a GPU runtime
   size_t retired_bytes_held_ = 0, retired_bytes_total_ = 0;
   std::bitset<4096> comm_ids_in_use_;    // nested ones too
   size_t nested_comms_ = 0;              // sub-communicators of hierarchical calls
   std::bitset<4096> comm_ids_reserved_;  // picked by a creation still confirming it
-  uint64_t next_allocation_id_ = 1;      // identities of the engine's own buffers in mr_cache_
+  // Identities of the engine's own buffers in mr_cache_: above every CUDA buffer id (a count
+  // from 1 per process), which names GPU buffers there.
+  uint64_t next_allocation_id_ = uint64_t{1} << 62;
   // Held by a running collective (released while a host call waits, when config_.concurrent);
   // the idle progress thread only try_locks it.
   std::mutex busy_;
@@ -342,15 +345,13 @@ class Comm {
   // The lock the running call may lend while it waits for peers: run()'s, or for a
   // sub-communicator its parent's call's.
   std::unique_lock<std::mutex>* lendable_lock() const;
-  bool nested_ = false;           // made inside a collective of its parent, whose lock covers it
-  const Comm* parent_ = nullptr;  // of a sub-communicator
+  bool nested_ = false;     // made inside a collective of its parent, whose lock covers it
+  Comm* parent_ = nullptr;  // of a sub-communicator
   std::vector<uint64_t> peers_;
   std::vector<uint8_t> scratch_;
   uint64_t scratch_id_ = 0;
-  void* gpu_scratch_ = nullptr;
-  size_t gpu_scratch_bytes_ = 0;
-  int gpu_scratch_device_ = -1;
-  void* pinned_ = nullptr;  // host copies of small GPU calls
+  std::unique_ptr<GrowingDeviceBuffer> gpu_scratch_;  // its identity in mr_cache_: scratch_id_
+  void* pinned_ = nullptr;                            // host copies of small GPU calls
   size_t pinned_bytes_ = 0;
   // Device copies of the host buffers of GPU calls that mix host and GPU buffers.
   std::unique_ptr<GrowingDeviceBuffer> send_copy_, recv_copy_;

@@ -12,11 +12,13 @@
 #include "core/staging.h"
 #include "efacoll/engine.h"
 #include "engine/gpu_memory_to_free.h"
+#include "engine/growing_device_buffer.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
+#include "gpu/memory_kind.h"
 #include "transport/mr_cache.h"
 #include "transport/transport.h"
 #include "tune/algo.h"
@@ -156,6 +158,7 @@ Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
       rank_(rank),
       size_(size),
       id_(id),
+      gpu_scratch_(std::make_unique<GrowingDeviceBuffer>()),
       send_copy_(std::make_unique<GrowingDeviceBuffer>()),
       recv_copy_(std::make_unique<GrowingDeviceBuffer>()) {}
 
@@ -176,21 +179,20 @@ Comm::~Comm() {
 
 void Comm::take_gpu_memory(GpuMemoryToFree* out) {
   // Registrations go before the memory.
-  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
-  if (gpu_scratch_) out->device.emplace_back(gpu_scratch_device_, gpu_scratch_);
-  gpu_scratch_ = nullptr;
-  gpu_scratch_bytes_ = 0;
-  if (pinned_) out->pinned.push_back(pinned_);
+  MrCache* mrs = engine_->mr_cache_.get();
+  if (mrs) mrs->forget(scratch_id_);
+  if (pinned_) out->add_pinned(pinned_, pinned_bytes_);
   pinned_ = nullptr;
   pinned_bytes_ = 0;
   if (ipc_ && ipc_->workspace) {
-    out->device.emplace_back(ipc_->device, ipc_->workspace);
+    out->add_device(ipc_->device, ipc_->workspace, ipc_->workspace_bytes);
     // Its own entry in peers is the workspace: not a mapping for ~IpcState to close.
     for (void*& p : ipc_->peers)
       if (p == ipc_->workspace) p = nullptr;
     ipc_->workspace = nullptr;
   }
-  std::vector<GrowingDeviceBuffer*> grown = {send_copy_.get(), recv_copy_.get()};
+  std::vector<GrowingDeviceBuffer*> grown = {gpu_scratch_.get(), send_copy_.get(),
+                                             recv_copy_.get()};
   if (hier_) {
     grown.push_back(&hier_->slice);
     grown.push_back(&hier_->gathered);
@@ -198,36 +200,45 @@ void Comm::take_gpu_memory(GpuMemoryToFree* out) {
       if (sub) sub->take_gpu_memory(out);
   }
   for (GrowingDeviceBuffer* b : grown) {
-    if (b->ptr) out->device.emplace_back(b->device, b->ptr);
+    if (mrs && b->buffer_id != 0) mrs->forget(b->buffer_id);
+    if (b->ptr) out->add_device(b->device, b->ptr, b->bytes);
     b->ptr = nullptr;
     b->bytes = 0;
   }
 }
 
+Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
+  if (b.ptr && b.device == dev && b.bytes >= want) return Status::ok();
+  // Its registration goes before the memory (a slice's, cached under its CUDA buffer id).
+  if (engine_->mr_cache_ && b.buffer_id != 0) engine_->mr_cache_->forget(b.buffer_id);
+  if (b.ptr)
+    engine_->give_back_gpu_memory(GpuMemoryToFree::device_memory(b.device, b.ptr, b.bytes));
+  b.buffer_id = 0;
+  b.ptr = nullptr;
+  b.bytes = 0;
+  b.gpu = engine_->gpu_.get();
+  b.device = dev;
+  {
+    LockLent lent(lendable_lock());
+    EFACOLL_RETURN_IF_ERROR(b.gpu->alloc_device(dev, want, &b.ptr));
+  }
+  b.bytes = want;
+  b.buffer_id = query_memory(b.ptr).buffer_id;
+  return Status::ok();
+}
+
 Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
-  const size_t have =
-      on_gpu ? (gpu_scratch_device_ == device ? gpu_scratch_bytes_ : 0) : scratch_.size();
+  const GrowingDeviceBuffer& gpu = *gpu_scratch_;
+  const size_t have = on_gpu ? (gpu.ptr && gpu.device == device ? gpu.bytes : 0) : scratch_.size();
   if (have >= bytes) return Status::ok();
+  // Registered under scratch_id_, the same for either: a new one for the grown memory.
   if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
   scratch_id_ = engine_->next_allocation_id_++;
   if (!on_gpu) {
     scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
     return Status::ok();
   }
-  const size_t want = std::max(bytes, gpu_scratch_bytes_ * 2);
-  if (gpu_scratch_) {
-    engine_->give_back_gpu_memory(
-        GpuMemoryToFree::device_memory(gpu_scratch_device_, gpu_scratch_));
-  }
-  gpu_scratch_ = nullptr;
-  gpu_scratch_bytes_ = 0;
-  {
-    LockLent lent(lendable_lock());
-    EFACOLL_RETURN_IF_ERROR(engine_->gpu_->alloc_device(device, want, &gpu_scratch_));
-  }
-  gpu_scratch_bytes_ = want;
-  gpu_scratch_device_ = device;
-  return Status::ok();
+  return grow(*gpu_scratch_, device, std::max(bytes, gpu.bytes * 2));
 }
 
 Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
@@ -378,9 +389,8 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   GpuRuntime* rt = engine_->gpu_.get();
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
-    if (pinned_) {
-      engine_->give_back_gpu_memory(GpuMemoryToFree::pinned_memory(pinned_));
-    }
+    if (pinned_)
+      engine_->give_back_gpu_memory(GpuMemoryToFree::pinned_memory(pinned_, pinned_bytes_));
     pinned_ = nullptr;
     pinned_bytes_ = 0;
     LockLent lent(lendable_lock());

@@ -9,6 +9,7 @@
 #include "core/late_sends.h"
 #include "core/staging.h"
 #include "efacoll/engine.h"
+#include "engine/growing_device_buffer.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
@@ -65,7 +66,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   ExecBuffers bufs;
   bufs.send = args.inplace ? args.recvbuf : args.sendbuf;
   bufs.recv = args.recvbuf;
-  bufs.scratch = gpu ? gpu_scratch_ : scratch_.data();
+  bufs.scratch = gpu ? gpu_scratch_->ptr : scratch_.data();
   bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = gpu;
   const bool staged = gpu && !t->info().hmem;
   if (staged) {
@@ -90,7 +91,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     } else {
       // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
       // cannot be identified across calls (identity 0): registered for this call only.
-      const size_t scratch_size = gpu ? gpu_scratch_bytes_ : scratch_.size();
+      const size_t scratch_size = gpu ? gpu_scratch_->bytes : scratch_.size();
       st = mrs->acquire(&held, bufs.scratch, scratch_size, scratch_id_, kind, device,
                         &bufs.scratch_mr);
       if (st.is_ok())

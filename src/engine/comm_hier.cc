@@ -14,11 +14,8 @@
 #include "coll/ring_layout.h"
 #include "common/log.h"
 #include "efacoll/engine.h"
-#include "engine/gpu_memory_to_free.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
-#include "engine/lock_lent.h"
-#include "gpu/memory_kind.h"
 
 namespace efacoll {
 namespace {
@@ -52,24 +49,6 @@ class SubsetBootstrap : public Bootstrap {
 };
 
 }  // namespace
-
-Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
-  if (b.ptr && b.device == dev && b.bytes >= want) return Status::ok();
-  if (b.ptr) {
-    engine_->give_back_gpu_memory(GpuMemoryToFree::device_memory(b.device, b.ptr));
-  }
-  b.ptr = nullptr;
-  b.bytes = 0;
-  b.gpu = engine_->gpu_.get();
-  b.device = dev;
-  {
-    LockLent lent(lendable_lock());
-    EFACOLL_RETURN_IF_ERROR(b.gpu->alloc_device(dev, want, &b.ptr));
-  }
-  b.bytes = want;
-  b.buffer_id = query_memory(b.ptr).buffer_id;
-  return Status::ok();
-}
 
 // Collective at its first call. Every rank learns the same answer: a node whose GPUs cannot
 // reach each other sends the whole communicator down the staged fabric path.
@@ -170,30 +149,35 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
   EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
   EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
+  // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
+  // later phases, abandoned, still run in the same memory.
+  void* const slice = h.slice.ptr;
+  void* const gathered_ptr = h.gathered.ptr;
+  const uint64_t slice_id = h.slice.buffer_id, gathered_id = h.gathered.buffer_id;
 
   CollArgs across = args;  // my block from every node: [node]
   across.sendbuf = args.inplace ? recv + rank_ * block : args.sendbuf;
   across.send_buffer_id = args.inplace ? args.recv_buffer_id : args.send_buffer_id;
   across.send_mem = args.inplace ? args.recv_mem : args.send_mem;
   across.inplace = false;
-  across.recvbuf = h.slice.ptr;
-  across.recv_buffer_id = h.slice.buffer_id;
+  across.recvbuf = slice;
+  across.recv_buffer_id = slice_id;
   across.recv_mem = MemKind::kDevice;
   PhaseRunner phases;
   phases.run(*h.cross, across);
 
   CollArgs inside = across;  // every local rank's bundle: [local][node]
   inside.count = args.count * nodes;
-  inside.sendbuf = h.slice.ptr;
-  inside.send_buffer_id = h.slice.buffer_id;
+  inside.sendbuf = slice;
+  inside.send_buffer_id = slice_id;
   inside.send_mem = MemKind::kDevice;
-  inside.recvbuf = h.gathered.ptr;
-  inside.recv_buffer_id = h.gathered.buffer_id;
+  inside.recvbuf = gathered_ptr;
+  inside.recv_buffer_id = gathered_id;
   phases.run(*h.node, inside);
   EFACOLL_RETURN_IF_ERROR(phases.result());
 
   // [local][node] -> rank order [node][local].
-  const auto* gathered = static_cast<const uint8_t*>(h.gathered.ptr);
+  const auto* gathered = static_cast<const uint8_t*>(gathered_ptr);
   for (int l = 0; l < per_node; ++l) {
     EFACOLL_RETURN_IF_ERROR(gpu->copy_2d(recv + l * block, per_node * block,
                                          gathered + l * nodes * block, block, block, nodes));
@@ -209,9 +193,14 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
   EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
   EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
+  // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
+  // later phases, abandoned, still run in the same memory.
+  void* const slice = h.slice.ptr;
+  void* const gathered_ptr = h.gathered.ptr;
+  const uint64_t slice_id = h.slice.buffer_id, gathered_id = h.gathered.buffer_id;
 
   // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
-  auto* gathered = static_cast<uint8_t*>(h.gathered.ptr);
+  auto* gathered = static_cast<uint8_t*>(gathered_ptr);
   PhaseRunner phases;
   for (int l = 0; l < per_node && phases.ok(); ++l) {
     phases.local(gpu->copy_2d(gathered + l * nodes * block, block, input + l * block,
@@ -220,12 +209,12 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   const std::vector<size_t> inside_counts(per_node, count * nodes);
   CollArgs inside = args;
   inside.recvcounts = inside_counts.data();
-  inside.sendbuf = h.gathered.ptr;
-  inside.send_buffer_id = h.gathered.buffer_id;
+  inside.sendbuf = gathered_ptr;
+  inside.send_buffer_id = gathered_id;
   inside.send_mem = MemKind::kDevice;
   inside.inplace = false;
-  inside.recvbuf = h.slice.ptr;
-  inside.recv_buffer_id = h.slice.buffer_id;
+  inside.recvbuf = slice;
+  inside.recv_buffer_id = slice_id;
   inside.recv_mem = MemKind::kDevice;
   phases.run(*h.node, inside);
 
@@ -233,8 +222,8 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   const std::vector<size_t> across_counts(nodes, count);
   CollArgs across = inside;
   across.recvcounts = across_counts.data();
-  across.sendbuf = h.slice.ptr;
-  across.send_buffer_id = h.slice.buffer_id;
+  across.sendbuf = slice;
+  across.send_buffer_id = slice_id;
   across.recvbuf = args.recvbuf;
   across.recv_buffer_id = args.recv_buffer_id;
   across.recv_mem = args.recv_mem;
@@ -251,6 +240,10 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   const std::vector<size_t> blocks = even_blocks(args.count, per_node);
   const size_t widest = blocks[0] * esize;
   EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, widest));
+  // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
+  // later phases, abandoned, still run in the same memory.
+  void* const slice = h.slice.ptr;
+  const uint64_t slice_id = h.slice.buffer_id;
 
   CollArgs rs = args;
   rs.kind = CollKind::kReduceScatter;
@@ -260,15 +253,15 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   rs.send_mem = args.inplace ? args.recv_mem : args.send_mem;
   rs.inplace = false;
   rs.recv_mem = MemKind::kDevice;
-  rs.recvbuf = h.slice.ptr;
-  rs.recv_buffer_id = h.slice.buffer_id;
+  rs.recvbuf = slice;
+  rs.recv_buffer_id = slice_id;
   PhaseRunner phases;
   phases.run(*h.node, rs);
 
   if (blocks[local] > 0) {
     CollArgs ar = args;
-    ar.recvbuf = h.slice.ptr;
-    ar.recv_buffer_id = h.slice.buffer_id;
+    ar.recvbuf = slice;
+    ar.recv_buffer_id = slice_id;
     ar.sendbuf = nullptr;
     ar.inplace = true;
     ar.count = blocks[local];
@@ -279,9 +272,9 @@ Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
   const bool even = args.count % per_node == 0;
   CollArgs ag = args;
   ag.kind = CollKind::kAllgather;
-  ag.sendbuf = h.slice.ptr;
+  ag.sendbuf = slice;
   ag.send_mem = MemKind::kDevice;
-  ag.send_buffer_id = h.slice.buffer_id;
+  ag.send_buffer_id = slice_id;
   ag.inplace = false;
   ag.count = blocks[0];
   if (!even) {

@@ -64,6 +64,7 @@ bool Comm::ipc_usable(int device) {
   Blob mine = {};
   const size_t ll_bytes = ll_wanted ? s.ll_region.total_bytes() : 0;
   Status st = s.gpu->alloc_device(device, 2 * s.half + ll_bytes, &s.workspace);
+  if (st.is_ok()) s.workspace_bytes = 2 * s.half + ll_bytes;
   // Peers write flags into the region from their first call on: it starts at zero.
   if (st.is_ok() && ll_bytes)
     st = s.gpu->zero(static_cast<uint8_t*>(s.workspace) + 2 * s.half, ll_bytes);

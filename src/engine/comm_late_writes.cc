@@ -14,6 +14,7 @@
 #include "core/schedule.h"
 #include "efacoll/engine.h"
 #include "engine/gpu_memory_to_free.h"
+#include "engine/growing_device_buffer.h"
 #include "engine/hier_state.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
@@ -32,16 +33,20 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
     retired += std::string(retired.empty() ? "" : ", ") + what_memory + " (" +
                std::to_string(bytes) + " B)";
   };
+  GpuMemoryToFree* retired_gpu = engine_->retired_gpu_.get();
+  // Out of use: the next call that needs it grows a new one (Comm::grow).
+  auto retire_device = [&](GrowingDeviceBuffer* b, const char* what_memory) {
+    if (mrs && b->buffer_id != 0) mrs->retire(b->buffer_id);
+    retired_gpu->add_device(b->device, b->ptr, b->bytes);
+    retire_note(what_memory, b->bytes);
+    b->ptr = nullptr;
+    b->bytes = 0;
+    b->buffer_id = 0;
+  };
   if (named(BufId::kScratch)) {
     if (mrs) mrs->retire(scratch_id_);
     if (is_gpu(args.recv_mem)) {  // the call's scratch was the GPU's (comm_execute.cc)
-      if (gpu_scratch_ != nullptr) {
-        engine_->retired_device_.emplace_back(gpu_scratch_device_, gpu_scratch_);
-        retire_note("GPU scratch", gpu_scratch_bytes_);
-        gpu_scratch_ = nullptr;
-        gpu_scratch_bytes_ = 0;
-        gpu_scratch_device_ = -1;
-      }
+      if (gpu_scratch_->ptr != nullptr) retire_device(gpu_scratch_.get(), "GPU scratch");
     } else if (!scratch_.empty()) {
       retire_note("scratch", scratch_.size());
       engine_->retired_host_.push_back(std::move(scratch_));
@@ -50,33 +55,53 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   }
   if (named(BufId::kStage) && stage != nullptr) {
     if (mrs) mrs->retire(stage->id);
-    retire_note("staging slots", stage->bytes);
-    engine_->retired_pinned_.push_back(engine_->stages_->retire(stage));
+    const size_t bytes = stage->bytes;  // retire() ends the set
+    retire_note("staging slots", bytes);
+    retired_gpu->add_pinned(engine_->stages_->retire(stage), bytes);
   }
   bool recv_named = named(BufId::kRecv), send_named = named(BufId::kSend) && !args.inplace;
-  // A mixed call's device copies of the user's host buffers are ours (Comm::run_locked): retired
-  // like the scratch, not reused by the next such call. A hierarchical call's phases receive
-  // into the copies of the communicator the user called.
-  const Comm* called = this;
-  while (called->parent_) called = called->parent_;
-  auto retire_copy_at = [&](const void* buffer) {
-    for (GrowingDeviceBuffer* copy : {called->recv_copy_.get(), called->send_copy_.get()}) {
-      if (copy->ptr == nullptr || copy->ptr != buffer) continue;
-      engine_->retired_device_.emplace_back(copy->device, copy->ptr);
-      retire_note("device copy of a host buffer", copy->bytes);
-      copy->ptr = nullptr;
-      copy->bytes = 0;
-      return true;
+  // The call's buffers may be ours, not the user's: a small GPU call's pinned copies
+  // (run_gpu_via_host), a mixed call's device copies of the user's host buffers (run_locked), a
+  // hierarchical call's slices. Retired like the scratch, not reused by the next call. A
+  // hierarchical call's phases run on sub-communicators, in buffers of the communicator called.
+  auto within = [](const void* p, const void* base, size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(base);
+    const auto* q = static_cast<const uint8_t*>(p);
+    return base != nullptr && q >= b && q < b + bytes;
+  };
+  auto retire_ours_at = [&](const void* buffer) {
+    // An abandoned phase after the one that retired it (Comm::PhaseRunner) runs there still.
+    for (const GpuMemoryToFree::Block& b : retired_gpu->blocks)
+      if (within(buffer, b.ptr, b.bytes)) return true;
+    for (Comm* c = this; c != nullptr; c = c->parent_) {
+      if (within(buffer, c->pinned_, c->pinned_bytes_)) {
+        retired_gpu->add_pinned(c->pinned_, c->pinned_bytes_);
+        retire_note("pinned copies of GPU buffers", c->pinned_bytes_);
+        c->pinned_ = nullptr;
+        c->pinned_bytes_ = 0;
+        return true;
+      }
+      std::vector<std::pair<GrowingDeviceBuffer*, const char*>> grown = {
+          {c->recv_copy_.get(), "device copy of a host buffer"},
+          {c->send_copy_.get(), "device copy of a host buffer"}};
+      if (c->hier_) {
+        grown.emplace_back(&c->hier_->slice, "hierarchical slice");
+        grown.emplace_back(&c->hier_->gathered, "hierarchical gather buffer");
+      }
+      for (auto [b, what_memory] : grown) {
+        if (!within(buffer, b->ptr, b->bytes)) continue;
+        retire_device(b, what_memory);
+        return true;
+      }
     }
     return false;
   };
-  if (recv_named && retire_copy_at(args.recvbuf)) recv_named = false;
-  if (send_named && retire_copy_at(args.sendbuf)) send_named = false;
+  if (recv_named && retired_gpu && retire_ours_at(args.recvbuf)) recv_named = false;
+  if (send_named && retired_gpu && retire_ours_at(args.sendbuf)) send_named = false;
   const bool user_buffer = recv_named || send_named;
   if (mrs && is_gpu(args.recv_mem)) {
-    if (named(BufId::kRecv) && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);
-    if (named(BufId::kSend) && !args.inplace && args.send_buffer_id != 0)
-      mrs->forget(args.send_buffer_id);
+    if (recv_named && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);
+    if (send_named && args.send_buffer_id != 0) mrs->forget(args.send_buffer_id);
   }
   EFACOLL_WARN(
       kNet,
@@ -103,11 +128,12 @@ void Engine::release_retired_memory() {
 
 void Engine::free_retired_memory() {
   retired_host_.clear();
-  GpuMemoryToFree memory;
-  memory.device.swap(retired_device_);
-  memory.pinned.swap(retired_pinned_);
   retired_bytes_held_ = 0;
-  if (!memory.empty()) give_back_gpu_memory(std::move(memory));
+  if (retired_gpu_ && !retired_gpu_->empty()) {
+    GpuMemoryToFree memory;
+    memory.append(retired_gpu_.get());
+    give_back_gpu_memory(std::move(memory));
+  }
 }
 
 }  // namespace efacoll

@@ -44,6 +44,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (gpu_) {
     GpuRuntime* rt = gpu_.get();
     unused_gpu_memory_ = std::make_unique<GpuMemoryToFree>();
+    retired_gpu_ = std::make_unique<GpuMemoryToFree>();
     ipc_mappings_ = std::make_unique<IpcMappings>(
         [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
         [rt](void* mapped) { rt->ipc_close(mapped); }, kIpcMappingsKept);
@@ -52,7 +53,9 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
     StagePool::Memory memory;
     memory.alloc = [rt](size_t bytes, void** out) { return rt->alloc_pinned(bytes, out); };
-    memory.free = [this](void* ptr) { give_back_gpu_memory(GpuMemoryToFree::pinned_memory(ptr)); };
+    memory.free = [this](void* ptr, size_t bytes) {
+      give_back_gpu_memory(GpuMemoryToFree::pinned_memory(ptr, bytes));
+    };
     memory.next_id = [this] { return next_allocation_id_++; };
     memory.forget = [this](uint64_t id) {
       if (mr_cache_) mr_cache_->forget(id);
@@ -341,6 +344,7 @@ ResourceUsage Engine::resource_usage() {
   }
   u.retired_bytes_held = retired_bytes_held_;
   u.retired_bytes_total = retired_bytes_total_;
+  if (unused_gpu_memory_) u.gpu_bytes_awaiting_free = unused_gpu_memory_->bytes();
   return u;
 }
 

@@ -6,7 +6,7 @@
 // Peers' memory mapped through CUDA IPC is still closed at once: IpcMappings reopens an
 // allocation right after closing its idle mapping ("already mapped" otherwise).
 #pragma once
-#include <utility>
+#include <cstddef>
 #include <vector>
 
 #include "gpu/gpu_runtime.h"
@@ -14,28 +14,42 @@
 namespace efacoll {
 
 struct GpuMemoryToFree {
-  std::vector<std::pair<int, void*>> device;  // (CUDA ordinal, pointer)
-  std::vector<void*> pinned;
+  struct Block {
+    int ordinal = -1;  // CUDA device; -1 for pinned host memory
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<Block> blocks;
 
-  static GpuMemoryToFree device_memory(int ordinal, void* p) {
+  static GpuMemoryToFree device_memory(int ordinal, void* p, size_t bytes) {
     GpuMemoryToFree m;
-    m.device.emplace_back(ordinal, p);
+    m.add_device(ordinal, p, bytes);
     return m;
   }
-  static GpuMemoryToFree pinned_memory(void* p) {
+  static GpuMemoryToFree pinned_memory(void* p, size_t bytes) {
     GpuMemoryToFree m;
-    m.pinned.push_back(p);
+    m.add_pinned(p, bytes);
     return m;
   }
-  bool empty() const { return device.empty() && pinned.empty(); }
+  void add_device(int ordinal, void* p, size_t bytes) { blocks.push_back({ordinal, p, bytes}); }
+  void add_pinned(void* p, size_t bytes) { blocks.push_back({-1, p, bytes}); }
+  bool empty() const { return blocks.empty(); }
+  size_t bytes() const {
+    size_t sum = 0;
+    for (const Block& b : blocks) sum += b.bytes;
+    return sum;
+  }
   void append(GpuMemoryToFree* more) {
-    device.insert(device.end(), more->device.begin(), more->device.end());
-    pinned.insert(pinned.end(), more->pinned.begin(), more->pinned.end());
+    blocks.insert(blocks.end(), more->blocks.begin(), more->blocks.end());
     *more = GpuMemoryToFree();
   }
   void free_all(GpuRuntime* gpu) {
-    for (auto& [ordinal, p] : device) gpu->free_device(ordinal, p);
-    for (void* p : pinned) gpu->free_pinned(p);
+    for (const Block& b : blocks) {
+      if (b.ordinal >= 0)
+        gpu->free_device(b.ordinal, b.ptr);
+      else
+        gpu->free_pinned(b.ptr);
+    }
     *this = GpuMemoryToFree();
   }
 };

@@ -5,22 +5,9 @@
 #include <memory>
 
 #include "efacoll/engine.h"
-#include "gpu/gpu_runtime.h"
+#include "engine/growing_device_buffer.h"
 
 namespace efacoll {
-
-// A device buffer that only grows; its CUDA buffer id lets peers keep it mapped.
-struct GrowingDeviceBuffer {
-  GpuRuntime* gpu = nullptr;
-  int device = -1;
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  uint64_t buffer_id = 0;
-  // Grown by Comm::grow; its communicator's destructor takes the memory (Comm::take_gpu_memory).
-  ~GrowingDeviceBuffer() {
-    if (ptr) gpu->free_device(device, ptr);
-  }
-};
 
 struct HierState {
   bool usable = false;

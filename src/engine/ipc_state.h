@@ -56,6 +56,7 @@ struct IpcState {
   bool usable = false;
   int device = -1;
   void* workspace = nullptr;  // [input half | output half | low-latency region]
+  size_t workspace_bytes = 0;
   size_t half = 0;
   // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
   // sharing a GPU do not run at once, so one waiting on another's flags would stall).

@@ -7,7 +7,7 @@
 namespace efacoll {
 
 StagePool::~StagePool() {
-  for (auto& s : stages_) memory_.free(s->ptr);
+  for (auto& s : stages_) memory_.free(s->ptr, s->bytes);
 }
 
 Status StagePool::acquire(size_t bytes, StageSet** out, std::unique_lock<std::mutex>* lend) {
@@ -22,7 +22,7 @@ Status StagePool::acquire(size_t bytes, StageSet** out, std::unique_lock<std::mu
   if (!stage) {
     if (largest) {
       memory_.forget(largest->id);
-      memory_.free(largest->ptr);
+      memory_.free(largest->ptr, largest->bytes);
       largest->ptr = nullptr;
       largest->bytes = 0;
       stage = largest;

@@ -26,7 +26,7 @@ class StagePool {
  public:
   struct Memory {
     std::function<Status(size_t bytes, void** out)> alloc;
-    std::function<void(void* ptr)> free;      // under the engine's lock
+    std::function<void(void* ptr, size_t bytes)> free;  // under the engine's lock
     std::function<uint64_t()> next_id;        // a fresh identity (the engine's allocation ids)
     std::function<void(uint64_t id)> forget;  // drops a cached registration of freed memory
   };

@@ -3,6 +3,7 @@
 // lock held across a whole call deadlocks here; the engine lends it out while a call waits.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -187,6 +188,62 @@ TEST(ConcurrentComms, ThreadsFreeCommunicatorsWhileLowLatencyCallsWait) {
   ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
   for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
   EXPECT_EQ(counts->frees_waited.load(), 0) << "frees waited for low-latency calls under way";
+}
+
+// Rank 0 frees a communicator copy while its other thread's low-latency call waits for rank 1,
+// which calls only after that: the copy's memory waits in the engine, efacoll_get_resource_usage
+// counts it (gpu_bytes_awaiting_free), and it is freed when the call ends. A free made at once
+// would wait for that call, and so for rank 1, until the timeout.
+TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFreed) {
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  Calls calls;
+  RankSetup setup = ll_setup(counts, &calls, /*frees_wait=*/true);
+  ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
+  constexpr int kRanks = 2;
+  constexpr size_t kCount = 100;
+  std::atomic<bool> copy_freed{false};
+  size_t while_waiting = 0, after = 0;
+  const auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
+    std::unique_ptr<Comm> copy;
+    const Status made = c.engine.create_comm(c.bootstrap, &copy);
+    if (!made.is_ok()) return c.failures->push_back(made.to_string());
+    // First calls: they give each communicator its GPU memory (the protocol's workspace).
+    for (Comm* comm : {&c.comm, copy.get()}) {
+      const std::string wrong =
+          check_allreduce_in_place(*comm, c.rank, kRanks, kCount, MemKind::kDevice);
+      if (!wrong.empty()) return c.failures->push_back(wrong);
+    }
+    uint8_t one = 0;
+    std::vector<uint8_t> all(kRanks);
+    if (!c.bootstrap.allgather(&one, 1, all.data()).is_ok()) return;
+    const int started = counts->ll_calls.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    if (c.rank == 1) {
+      while (!copy_freed.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      std::string waiting_wrong;
+      std::thread waiting([&] {
+        waiting_wrong = check_allreduce_in_place(c.comm, c.rank, kRanks, kCount, MemKind::kDevice);
+      });
+      while (counts->ll_calls.load() == started && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      copy.reset();
+      while_waiting = c.engine.resource_usage().gpu_bytes_awaiting_free;
+      copy_freed = true;
+      waiting.join();
+      after = c.engine.resource_usage().gpu_bytes_awaiting_free;
+      if (!waiting_wrong.empty()) c.failures->push_back(waiting_wrong);
+      return;
+    }
+    const std::string wrong =
+        check_allreduce_in_place(c.comm, c.rank, kRanks, kCount, MemKind::kDevice);
+    if (!wrong.empty()) c.failures->push_back(wrong);
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+  EXPECT_GT(while_waiting, 0u) << "the copy's memory was not counted while the call waited";
+  EXPECT_EQ(after, 0u) << "memory was still waiting after the call ended";
+  EXPECT_EQ(counts->frees_waited.load(), 0) << "a free waited for the low-latency call";
 }
 
 // EFACOLL_IPC_LL_LEND=0 has the protocol's calls keep the lock (and their kernel the blocking

@@ -18,6 +18,7 @@
 
 #include "fabric_pair.h"
 #include "forwarding_transport.h"
+#include "host_gpu_runtime.h"
 #include "reference.h"
 #include "thread_ranks.h"
 #include "transport/tag.h"
@@ -252,6 +253,9 @@ struct LateWriteRun {
   // Rank 0's transport instead of a LateWriter.
   std::function<std::unique_ptr<Transport>(std::unique_ptr<Transport>)> wrap_with;
   std::chrono::milliseconds then_pause{0};  // after the later calls, before two more
+  // kDevice: the calls' buffers are GPU buffers, of a runtime whose device is host memory.
+  MemKind memory = MemKind::kHost;
+  bool every_rank = false;  // every rank's transport a LateWriter, not only rank 0's
   ResourceUsage rank0_after;
 };
 
@@ -276,10 +280,14 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
   };
   std::atomic<int> targets{0};
   setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-    if (rank != 0 || !run->wrap) return t;
+    if ((rank != 0 && !run->every_rank) || !run->wrap) return t;
     if (run->wrap_with) return run->wrap_with(std::move(t));
     return std::make_unique<LateWriter>(std::move(t), &targets, run->left, run->writes_each);
   };
+  if (run->memory == MemKind::kDevice) {
+    auto counts = std::make_shared<HostGpuRuntime::Counts>();
+    setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts); };
+  }
   // The failed call's buffers outlive the engines: the late writes go on until they close.
   std::vector<Bytes> first(n);
   std::atomic<int> first_done{0};
@@ -295,13 +303,14 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
     a.count = count;
     a.dtype = DType::kInt32;
     a.inplace = true;
+    a.send_mem = a.recv_mem = run->memory;
     const Status st = ctx.comm.run(a);
     if (st.is_ok()) ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": call 0 passed");
     ++first_done;
     while (first_done.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     for (int call = 1; call <= 12; ++call) {
       if (call == 11) std::this_thread::sleep_for(run->then_pause);
-      const std::string err = check_allreduce_in_place(ctx.comm, ctx.rank, n, count);
+      const std::string err = check_allreduce_in_place(ctx.comm, ctx.rank, n, count, run->memory);
       if (!err.empty()) {
         ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", call " +
                                 std::to_string(call) + ": " + err);
@@ -332,6 +341,19 @@ TEST(LateWrite, CallsAfterOneWhoseWritesMayComeLateAreExactOverUdp) {
     expect_later_calls_exact("udp", algo, &run);
     EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
   }
+}
+
+// A small GPU call runs its schedule on pinned host copies of its buffers (Comm::run_gpu_via_host,
+// below gpu_host_path_max): after it fails, the copies are retired like the scratch. Rank 1,
+// which met rank 0's notice in its ring's second step, had receives into its copy of the result.
+// Until 2026-12-03 the next such calls reused the copies (the late writes showed in their
+// results), and the warning said that the user's buffer might still change.
+TEST(LateWrite, PinnedCopiesOfASmallGpuCallAreRetiredOverTcp) {
+  LateWriteRun run;
+  run.memory = MemKind::kDevice;
+  run.every_rank = true;
+  expect_later_calls_exact("tcp", "ring", &run);
+  EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
 }
 
 // Writes that come (three times each, at three progresses): the memory goes back only after.
