@@ -25,7 +25,8 @@ typedef struct {
 /* 0 on success. */
 int efacoll_get_counters(efacoll_collective coll, efacoll_counters* out);
 
-/* What efacoll holds now: for soak tests and leak hunts. */
+/* What efacoll holds now: for soak tests and leak hunts. Fields are only ever added at the end,
+ * so a program must be built against the header of the library it runs with. */
 typedef struct {
   size_t communicators;             /* efacoll communicators alive: one per MPI communicator */
   size_t mr_cache_entries;          /* registrations kept across calls */

@@ -190,8 +190,8 @@ class Engine {
   // the offers: *payloads gets every member's, in rank order.
   Status agree_comm_id(Bootstrap& over, bool nested, const std::vector<uint8_t>& payload,
                        std::vector<uint8_t>* payloads, uint32_t* id);
-  // Frees what was retired once the transport awaits no late write and holds no operation
-  // (comm_late_writes.cc).
+  // Frees what was retired once the transport awaits no late write and holds no operation, and
+  // no hierarchical call is under way (comm_late_writes.cc).
   void release_retired_memory();
   void free_retired_memory();  // no write can reach it any more
   // Under busy_: `memory` is freed now, or once no low-latency kernel of this engine is under way
@@ -221,6 +221,9 @@ class Engine {
   // declared before stages_, whose frees come here.
   std::unique_ptr<GpuMemoryToFree> unused_gpu_memory_;
   int ll_kernels_under_way_ = 0;  // under busy_
+  // Under busy_. A phase that fails retires the slices it received into, and the call's later
+  // phases, abandoned, still run in them: retired memory stays until such calls end.
+  int hierarchical_calls_under_way_ = 0;
   // Pinned host slots for staged GPU calls, a set per call under way (null without a GPU
   // runtime).
   std::unique_ptr<StagePool> stages_;

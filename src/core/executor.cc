@@ -71,7 +71,7 @@ void Executor::on_complete(Completion* c, const Status& status, size_t bytes) {
 void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   const Op& op = s_.ops[index];
   const bool network = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
-  if (network && !status.is_ok()) links_in_doubt_.insert(op.peer);
+  if (network && !status.is_ok() && !slots_[index].cancel_asked) links_in_doubt_.insert(op.peer);
   if (network && mismatched(op, slots_[index], status, bytes)) {
     // Counted as done below: the data is not trusted, the schedule goes on.
   } else if (!status.is_ok() && error_.is_ok()) {

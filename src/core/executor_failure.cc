@@ -163,12 +163,11 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!waited.empty()) silent = *waited.begin();  // the first its own message names
   }
   watch_.tell(schedule_peers(), give_up_reason(error.code()), silent);
-  if (ctx_.late_sends && !links_in_doubt_.empty())
-    watch_.tell_again_later(links_in_doubt_, ctx_.late_sends);
   watch_.withdraw_cards();
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const OpKind k = s_.ops[i].kind;
     if (slots_[i].posted && (k == OpKind::kSend || k == OpKind::kRecv)) {
+      slots_[i].cancel_asked = true;
       ctx_.transport->cancel(&slots_[i]);
     }
   }
@@ -197,6 +196,8 @@ Status Executor::fail_with_cleanup(Status error) {
   }
   if (watch_.telling() && ctx_.late_sends)
     watch_.hand_off_untold(ctx_.late_sends, std::chrono::steady_clock::now() + ctx_.timeout);
+  // After the drain, which may have failed more of them.
+  if (ctx_.late_sends) watch_.tell_again_later(links_in_doubt_, ctx_.late_sends);
   if (ctx_.late_write_targets) *ctx_.late_write_targets |= late_write_targets();
   if (in_flight_ > 0) {
     // The provider still holds our slots: keep them alive rather than let it write freed memory,

@@ -24,6 +24,7 @@ struct OpSlot : Completion {
   uint32_t index = 0;
   bool posted = false;
   bool network = false, is_recv = false;
+  bool cancel_asked = false;  // by a failed call's cleanup: its error is not the link's
 };
 
 class Executor {

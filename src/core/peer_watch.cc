@@ -238,12 +238,15 @@ void PeerWatch::retell() {
 }
 
 void PeerWatch::tell_again_later(const std::set<int>& peers, LateSends* late) {
+  if (cannot_peek_) return;
   // Measured over tcp: told again after 200 ms, the peer got it in 160 runs of 160 where a
   // notice told at once was lost in about one in twenty.
   const auto after =
       std::min<std::chrono::milliseconds>(std::chrono::milliseconds(200), ctx_.timeout / 4);
   const auto now = std::chrono::steady_clock::now();
-  for (int peer : peers) {
+  std::set<int> to = peers;
+  to.insert(notice_failed_.begin(), notice_failed_.end());
+  for (int peer : to) {
     if (peer != ctx_.rank)
       late->add((*ctx_.peers)[peer], notice_tag_, ctx_.seq, now + ctx_.timeout, now + after);
   }
@@ -259,6 +262,7 @@ void PeerWatch::on_done(Completion* c, const Status& status, size_t bytes) {
   s->bytes = bytes;
   PeerWatch* w = s->watch;
   --w->in_flight_;
+  if (s->kind == Kind::kNotice && !status.is_ok()) w->notice_failed_.insert(s->peer);
   if (is_look(s->kind)) {
     --w->looks_in_flight_;
     if (status.is_ok()) w->on_peek(*s);

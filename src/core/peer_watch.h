@@ -57,8 +57,9 @@ class PeerWatch {
   // Sends the notice to every rank in `peers`, naming `silent` (a rank this one found
   // silent; -1: the one a notice received named, if any); best effort, completed by progress.
   void tell(const std::set<int>& peers, GiveUp why, int silent);
-  // Has `late` send the notice again to each of `peers` (links this call found broken) once
-  // the provider has had time to reconnect; after tell().
+  // Has `late` send the notice again, once the provider has had time to reconnect, to each of
+  // `peers` (links this call found broken) and each peer whose notice failed; after tell().
+  // Not where notices cannot be found (shm): cards stand in there.
   void tell_again_later(const std::set<int>& peers, LateSends* late);
   // Posts again the notices a full queue turned away; whether some are still waiting.
   void retell();
@@ -111,6 +112,7 @@ class PeerWatch {
   bool cannot_peek_ = false;
   int silent_ = -1;          // named by a notice received
   std::vector<int> untold_;  // peers whose notice a full queue turned away
+  std::set<int> notice_failed_;  // peers whose notice completed with an error
   uint64_t notice_tag_ = 0;
   Status found_;
   bool cards_sent_ = false;

@@ -131,6 +131,11 @@ class Comm::PhaseRunner {
 };
 
 Status Comm::run_hier_gpu(const CollArgs& args) {
+  struct UnderWay {
+    explicit UnderWay(int* count) : count_(count) { ++*count_; }
+    ~UnderWay() { --*count_; }
+    int* count_;
+  } under_way(&engine_->hierarchical_calls_under_way_);
   switch (args.kind) {
     case CollKind::kAllgather:
       return run_hier_gpu_allgather(args);

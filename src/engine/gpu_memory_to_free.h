@@ -15,7 +15,8 @@ namespace efacoll {
 
 struct GpuMemoryToFree {
   struct Block {
-    int ordinal = -1;  // CUDA device; -1 for pinned host memory
+    bool pinned = false;  // pinned host memory, else device memory of `ordinal`
+    int ordinal = -1;
     void* ptr = nullptr;
     size_t bytes = 0;
   };
@@ -31,8 +32,10 @@ struct GpuMemoryToFree {
     m.add_pinned(p, bytes);
     return m;
   }
-  void add_device(int ordinal, void* p, size_t bytes) { blocks.push_back({ordinal, p, bytes}); }
-  void add_pinned(void* p, size_t bytes) { blocks.push_back({-1, p, bytes}); }
+  void add_device(int ordinal, void* p, size_t bytes) {
+    blocks.push_back({false, ordinal, p, bytes});
+  }
+  void add_pinned(void* p, size_t bytes) { blocks.push_back({true, -1, p, bytes}); }
   bool empty() const { return blocks.empty(); }
   size_t bytes() const {
     size_t sum = 0;
@@ -45,10 +48,10 @@ struct GpuMemoryToFree {
   }
   void free_all(GpuRuntime* gpu) {
     for (const Block& b : blocks) {
-      if (b.ordinal >= 0)
-        gpu->free_device(b.ordinal, b.ptr);
-      else
+      if (b.pinned)
         gpu->free_pinned(b.ptr);
+      else
+        gpu->free_device(b.ordinal, b.ptr);
     }
     *this = GpuMemoryToFree();
   }

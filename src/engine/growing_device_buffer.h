@@ -1,6 +1,7 @@
 // A device buffer of a communicator's that only grows (Comm::grow): its GPU scratch, a mixed
 // call's device copies of host buffers, a hierarchical call's slices. Its CUDA buffer id lets
-// peers keep it mapped and names its cached registration.
+// peers keep it mapped and names its cached registration (but for the scratch's: the
+// communicator's scratch_id_, which the host scratch shares).
 #pragma once
 #include <cstddef>
 #include <cstdint>

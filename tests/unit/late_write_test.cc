@@ -244,6 +244,27 @@ class CancelHeldBack : public ReceiveBuffers {
   std::vector<Held> held_;
 };
 
+// A provider that takes GPU buffers (FI_HMEM, as EFA with GPUDirect RDMA does), for GPU buffers
+// that are host memory (HostGpuRuntime): they are registered as host memory. GPU calls then run
+// their schedules in the GPU buffers themselves, efacoll's own among them, as on EFA.
+class HmemOnHost : public ForwardingTransport {
+ public:
+  explicit HmemOnHost(std::unique_ptr<Transport> inner) : ForwardingTransport(std::move(inner)) {
+    info_ = ForwardingTransport::info();
+    info_.hmem = true;
+  }
+  const TransportInfo& info() const override { return info_; }
+  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
+                         MemRegion* out) override {
+    if (kind == MemKind::kDevice)
+      return ForwardingTransport::register_memory(ptr, bytes, MemKind::kHost, -1, out);
+    return ForwardingTransport::register_memory(ptr, bytes, kind, device, out);
+  }
+
+ private:
+  TransportInfo info_;
+};
+
 // How expect_later_calls_exact injects late writes, and what rank 0's engine held after.
 struct LateWriteRun {
   Protocol protocol = Protocol::kRdma;
@@ -253,8 +274,10 @@ struct LateWriteRun {
   // Rank 0's transport instead of a LateWriter.
   std::function<std::unique_ptr<Transport>(std::unique_ptr<Transport>)> wrap_with;
   std::chrono::milliseconds then_pause{0};  // after the later calls, before two more
-  // kDevice: the calls' buffers are GPU buffers, of a runtime whose device is host memory.
-  MemKind memory = MemKind::kHost;
+  // The calls' buffers (kDevice: GPU buffers of a runtime whose device is host memory), in place
+  // where both are the same, else not (a call that mixes host and GPU buffers).
+  MemKind send_memory = MemKind::kHost, recv_memory = MemKind::kHost;
+  bool hmem = false;        // every rank's provider an HmemOnHost, and no host path for GPU calls
   bool every_rank = false;  // every rank's transport a LateWriter, not only rank 0's
   ResourceUsage rank0_after;
 };
@@ -280,16 +303,19 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
   };
   std::atomic<int> targets{0};
   setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    if (run->hmem) t = std::make_unique<HmemOnHost>(std::move(t));
     if ((rank != 0 && !run->every_rank) || !run->wrap) return t;
     if (run->wrap_with) return run->wrap_with(std::move(t));
     return std::make_unique<LateWriter>(std::move(t), &targets, run->left, run->writes_each);
   };
-  if (run->memory == MemKind::kDevice) {
+  if (run->send_memory == MemKind::kDevice || run->recv_memory == MemKind::kDevice) {
     auto counts = std::make_shared<HostGpuRuntime::Counts>();
     setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts); };
   }
+  if (run->hmem) setup.config.gpu_host_path_max = 0;
+  const bool in_place = run->send_memory == run->recv_memory;
   // The failed call's buffers outlive the engines: the late writes go on until they close.
-  std::vector<Bytes> first(n);
+  std::vector<Bytes> first(n), first_send(n);
   std::atomic<int> first_done{0};
   auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
     Status forced = ctx.engine.set_algo(algo);
@@ -302,15 +328,24 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
     a.recvbuf = first[ctx.rank].data();
     a.count = count;
     a.dtype = DType::kInt32;
-    a.inplace = true;
-    a.send_mem = a.recv_mem = run->memory;
+    a.inplace = in_place;
+    if (!in_place) {
+      first_send[ctx.rank] = first[ctx.rank];
+      a.sendbuf = first_send[ctx.rank].data();
+    }
+    a.send_mem = run->send_memory;
+    a.recv_mem = run->recv_memory;
+    a.device = 0;
     const Status st = ctx.comm.run(a);
     if (st.is_ok()) ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": call 0 passed");
     ++first_done;
     while (first_done.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     for (int call = 1; call <= 12; ++call) {
       if (call == 11) std::this_thread::sleep_for(run->then_pause);
-      const std::string err = check_allreduce_in_place(ctx.comm, ctx.rank, n, count, run->memory);
+      const std::string err =
+          in_place
+              ? check_allreduce_in_place(ctx.comm, ctx.rank, n, count, run->recv_memory)
+              : check_allreduce(ctx.comm, ctx.rank, n, count, run->send_memory, run->recv_memory);
       if (!err.empty()) {
         ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", call " +
                                 std::to_string(call) + ": " + err);
@@ -350,7 +385,21 @@ TEST(LateWrite, CallsAfterOneWhoseWritesMayComeLateAreExactOverUdp) {
 // results), and the warning said that the user's buffer might still change.
 TEST(LateWrite, PinnedCopiesOfASmallGpuCallAreRetiredOverTcp) {
   LateWriteRun run;
-  run.memory = MemKind::kDevice;
+  run.send_memory = run.recv_memory = MemKind::kDevice;
+  run.every_rank = true;
+  expect_later_calls_exact("tcp", "ring", &run);
+  EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
+}
+
+// Where the provider takes GPU buffers (FI_HMEM: EFA with GPUDirect RDMA), a GPU call's schedule
+// runs in them, efacoll's own included: the GPU scratch, and in a call that mixes host and GPU
+// buffers, the device copy of the host one. After a failed call these are retired like the host
+// scratch: the copies since 952a3e6, which nothing here could test until a provider took the
+// runtime's host-memory "GPU" buffers as its own (HmemOnHost, 2026-12-03).
+TEST(LateWrite, GpuScratchAndDeviceCopiesAreRetiredWhereTheProviderTakesGpuBuffers) {
+  LateWriteRun run;
+  run.send_memory = MemKind::kDevice;  // the result goes to a host buffer, through a device copy
+  run.hmem = true;
   run.every_rank = true;
   expect_later_calls_exact("tcp", "ring", &run);
   EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
