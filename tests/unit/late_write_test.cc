@@ -405,6 +405,89 @@ TEST(LateWrite, GpuScratchAndDeviceCopiesAreRetiredWhereTheProviderTakesGpuBuffe
   EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
 }
 
+// Rank `rank`'s input block of the allgathers below, and the check of a result.
+Bytes gather_block(int rank, size_t count) {
+  return make_input(DType::kInt32, ROp::kSum, rank, count);
+}
+std::string check_gathered(const Bytes& got, int n, size_t count) {
+  for (int r = 0; r < n; ++r) {
+    const Bytes want = gather_block(r, count);
+    if (std::memcmp(got.data() + r * want.size(), want.data(), want.size()) != 0)
+      return "block of rank " + std::to_string(r) + " differs";
+  }
+  return "";
+}
+
+// A hierarchical allgather (2 nodes of 2 ranks; node phases over CUDA IPC on the host runtime)
+// receives its cross-node phase into the call's slice: where the provider takes GPU buffers
+// (HmemOnHost), a failed call retires that slice, while the call's node phase, abandoned, still
+// runs in it. Until 2026-12-03 slices were never retired, and the next calls reused them.
+TEST(LateWrite, HierarchicalSlicesAreRetiredWhereTheProviderTakesGpuBuffers) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  constexpr int n = 4, early = 2;
+  constexpr size_t count = 4096;
+  RankSetup setup;
+  setup.transport = "tcp";
+  setup.node_size = 2;
+  setup.fabric.protocol = Protocol::kRdma;
+  setup.fabric.rdma_threshold = 1024;
+  setup.config.chunk_bytes = 4096;
+  setup.config.gpu_host_path_max = 0;
+  setup.config.timeout = std::chrono::milliseconds(10000);
+  setup.adjust = [](int rank, EngineConfig* config) {
+    if (rank < early) config->timeout = std::chrono::milliseconds(1000);
+  };
+  std::atomic<int> targets{0};
+  setup.wrap = [&](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    return std::make_unique<LateWriter>(std::make_unique<HmemOnHost>(std::move(t)), &targets,
+                                        nullptr, 0);
+  };
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts, true); };
+  std::vector<Bytes> failed_out(n);  // the failed call's result buffers outlive the engines
+  std::atomic<int> first_done{0};
+  std::vector<size_t> retired(n);
+  auto allgather = [&](RankContext& ctx, Bytes* out) {
+    Bytes in = gather_block(ctx.rank, count);
+    out->assign(in.size() * n, 0);
+    CollArgs a;
+    a.kind = CollKind::kAllgather;
+    a.sendbuf = in.data();
+    a.recvbuf = out->data();
+    a.count = count;
+    a.dtype = DType::kInt32;
+    a.send_mem = a.recv_mem = MemKind::kDevice;
+    a.device = 0;
+    return ctx.comm.run(a);
+  };
+  auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
+    Bytes out;
+    auto check = [&](const char* which) {
+      const Status st = allgather(ctx, &out);
+      const std::string err = st.is_ok() ? check_gathered(out, n, count) : st.to_string();
+      if (!err.empty())
+        ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", " + which + ": " + err);
+      return err.empty();
+    };
+    // The first call makes the sub-communicators, with every rank.
+    if (!check("first call")) return;
+    if (ctx.rank >= early) {
+      while (first_done.load() < early) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (allgather(ctx, &failed_out[ctx.rank]).is_ok())
+      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": the failed call passed");
+    ++first_done;
+    while (first_done.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int call = 1; call <= 12; ++call) {
+      if (!check(("call " + std::to_string(call)).c_str())) return;
+    }
+    retired[ctx.rank] = ctx.engine.resource_usage().retired_bytes_total;
+  });
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_GT(targets.load(), 0) << "no canceled receive said its sender might still write";
+  for (int r = 0; r < n; ++r) EXPECT_GT(retired[r], 0u) << "rank " << r << " retired nothing";
+}
+
 // Writes that come (three times each, at three progresses): the memory goes back only after.
 TEST(LateWrite, RetiredMemoryIsFreedOnceItsLateWritesHaveCome) {
   for (const char* provider : {"tcp", "udp"}) {
