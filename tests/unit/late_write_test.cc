@@ -12,13 +12,13 @@
 #include <mutex>
 #include <numeric>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "fabric_pair.h"
 #include "forwarding_transport.h"
 #include "host_gpu_runtime.h"
+#include "late_writers.h"
 #include "reference.h"
 #include "thread_ranks.h"
 #include "transport/tag.h"
@@ -90,108 +90,6 @@ INSTANTIATE_TEST_SUITE_P(Providers, LateWritePair,
                                             ::testing::Values(true)),
                          [](const auto& info) { return std::get<0>(info.param) + "_rdma"; });
 
-// Where a canceled receive says it may still be written, writes into its buffer at every later
-// progress: a write that lands at any moment, after any other, as EFA allows. Memory efacoll
-// retired absorbs them; memory it reused would show them in a result.
-using Targets = std::vector<std::pair<uint8_t*, size_t>>;
-
-// Remembers the buffer of each receive posted, by its completion, until that completion is
-// posted again as a send or a look: the buffer a provider could still write for it.
-class ReceiveBuffers : public ForwardingTransport {
- public:
-  using ForwardingTransport::ForwardingTransport;
-  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    {
-      std::lock_guard<std::mutex> lock(buffers_mutex_);
-      buffers_[c] = {static_cast<uint8_t*>(buf), bytes};
-    }
-    return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
-  }
-  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
-              Completion* c) override {
-    forget(c);
-    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
-  }
-  Status peek(PeerAddr peer, uint64_t tag, uint64_t ignore, Completion* c) override {
-    forget(c);
-    return ForwardingTransport::peek(peer, tag, ignore, c);
-  }
-
- protected:
-  // The receive's buffer, or false where `c` was not last posted as a receive.
-  bool receive_buffer(Completion* c, std::pair<uint8_t*, size_t>* out) {
-    std::lock_guard<std::mutex> lock(buffers_mutex_);
-    auto it = buffers_.find(c);
-    if (it == buffers_.end()) return false;
-    *out = it->second;
-    return true;
-  }
-
- private:
-  void forget(Completion* c) {
-    std::lock_guard<std::mutex> lock(buffers_mutex_);
-    buffers_.erase(c);
-  }
-  std::mutex buffers_mutex_;
-  std::unordered_map<Completion*, std::pair<uint8_t*, size_t>> buffers_;
-};
-
-// With `left`, it also says that the provider still holds operations (as one that could not
-// cancel them does), and hands its targets, written once more, to `left` when it is destroyed:
-// memory the provider may still write after the engine is gone. With `writes_each`, each
-// target's write has come after that many progresses; otherwise it never has.
-class LateWriter : public ReceiveBuffers {
- public:
-  LateWriter(std::unique_ptr<Transport> inner, std::atomic<int>* targets, Targets* left,
-             int writes_each)
-      : ReceiveBuffers(std::move(inner)),
-        targets_(targets),
-        left_(left),
-        writes_each_(writes_each) {}
-  ~LateWriter() override {
-    if (!left_) return;
-    for (auto& [buf, bytes] : late_) std::memset(buf, 0x5a, bytes);
-    *left_ = late_;
-  }
-  bool holds_operations() const override { return left_ != nullptr; }
-  size_t late_writes_awaited() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return ForwardingTransport::late_writes_awaited() + late_.size();
-  }
-  void cancel(Completion* c) override {
-    ForwardingTransport::cancel(c);
-    std::pair<uint8_t*, size_t> target;
-    if (!receive_buffer(c, &target) || !c->may_still_be_written) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    late_.push_back(target);
-    writes_left_.push_back(writes_each_);
-    ++*targets_;
-  }
-  Status progress(int* completed) override {
-    Status st = ForwardingTransport::progress(completed);
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < late_.size();) {
-      std::memset(late_[i].first, 0x5a, late_[i].second);
-      if (writes_each_ > 0 && --writes_left_[i] == 0) {
-        late_.erase(late_.begin() + static_cast<std::ptrdiff_t>(i));
-        writes_left_.erase(writes_left_.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
-    return st;
-  }
-
- private:
-  std::atomic<int>* targets_;
-  Targets* left_;
-  const int writes_each_;
-  mutable std::mutex mutex_;
-  Targets late_;
-  std::vector<int> writes_left_;  // per target of late_
-};
-
 // A provider that cannot cancel a receive at once (udp;ofi_rxd, one it has begun to match): it
 // holds each canceled receive for `hold`, writing into its buffer at every progress meanwhile,
 // and only then passes the cancellation on.
@@ -242,27 +140,6 @@ class CancelHeldBack : public ReceiveBuffers {
   std::atomic<int>* held_back_;
   mutable std::mutex mutex_;
   std::vector<Held> held_;
-};
-
-// A provider that takes GPU buffers (FI_HMEM, as EFA with GPUDirect RDMA does), for GPU buffers
-// that are host memory (HostGpuRuntime): they are registered as host memory. GPU calls then run
-// their schedules in the GPU buffers themselves, efacoll's own among them, as on EFA.
-class HmemOnHost : public ForwardingTransport {
- public:
-  explicit HmemOnHost(std::unique_ptr<Transport> inner) : ForwardingTransport(std::move(inner)) {
-    info_ = ForwardingTransport::info();
-    info_.hmem = true;
-  }
-  const TransportInfo& info() const override { return info_; }
-  Status register_memory(void* ptr, size_t bytes, MemKind kind, int device,
-                         MemRegion* out) override {
-    if (kind == MemKind::kDevice)
-      return ForwardingTransport::register_memory(ptr, bytes, MemKind::kHost, -1, out);
-    return ForwardingTransport::register_memory(ptr, bytes, kind, device, out);
-  }
-
- private:
-  TransportInfo info_;
 };
 
 // How expect_later_calls_exact injects late writes, and what rank 0's engine held after.
@@ -403,89 +280,6 @@ TEST(LateWrite, GpuScratchAndDeviceCopiesAreRetiredWhereTheProviderTakesGpuBuffe
   run.every_rank = true;
   expect_later_calls_exact("tcp", "ring", &run);
   EXPECT_EQ(run.rank0_after.retired_bytes_held, run.rank0_after.retired_bytes_total);
-}
-
-// Rank `rank`'s input block of the allgathers below, and the check of a result.
-Bytes gather_block(int rank, size_t count) {
-  return make_input(DType::kInt32, ROp::kSum, rank, count);
-}
-std::string check_gathered(const Bytes& got, int n, size_t count) {
-  Bytes want;
-  for (int r = 0; r < n; ++r) {
-    const Bytes block = gather_block(r, count);
-    want.insert(want.end(), block.begin(), block.end());
-  }
-  return compare(got, want, DType::kInt32);
-}
-
-// A hierarchical allgather (2 nodes of 2 ranks; node phases over CUDA IPC on the host runtime)
-// receives its cross-node phase into the call's slice: where the provider takes GPU buffers
-// (HmemOnHost), a failed call retires that slice, while the call's node phase, abandoned, still
-// runs in it. Until 2026-12-03 slices were never retired, and the next calls reused them.
-TEST(LateWrite, HierarchicalSlicesAreRetiredWhereTheProviderTakesGpuBuffers) {
-  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
-  constexpr int n = 4, early = 2;
-  constexpr size_t count = 4096;
-  RankSetup setup;
-  setup.transport = "tcp";
-  setup.node_size = 2;
-  setup.fabric.protocol = Protocol::kRdma;
-  setup.fabric.rdma_threshold = 1024;
-  setup.config.chunk_bytes = 4096;
-  setup.config.gpu_host_path_max = 0;
-  setup.config.timeout = std::chrono::milliseconds(10000);
-  setup.adjust = [](int rank, EngineConfig* config) {
-    if (rank < early) config->timeout = std::chrono::milliseconds(1000);
-  };
-  std::atomic<int> targets{0};
-  setup.wrap = [&](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-    return std::make_unique<LateWriter>(std::make_unique<HmemOnHost>(std::move(t)), &targets,
-                                        nullptr, 0);
-  };
-  auto counts = std::make_shared<HostGpuRuntime::Counts>();
-  setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts, true); };
-  std::vector<Bytes> failed_out(n);  // the failed call's result buffers outlive the engines
-  std::atomic<int> first_done{0};
-  std::vector<size_t> retired(n);
-  auto allgather = [&](RankContext& ctx, Bytes* out) {
-    Bytes in = gather_block(ctx.rank, count);
-    out->assign(in.size() * n, 0);
-    CollArgs a;
-    a.kind = CollKind::kAllgather;
-    a.sendbuf = in.data();
-    a.recvbuf = out->data();
-    a.count = count;
-    a.dtype = DType::kInt32;
-    a.send_mem = a.recv_mem = MemKind::kDevice;
-    a.device = 0;
-    return ctx.comm.run(a);
-  };
-  auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
-    Bytes out;
-    auto check = [&](const char* which) {
-      const Status st = allgather(ctx, &out);
-      const std::string err = st.is_ok() ? check_gathered(out, n, count) : st.to_string();
-      if (!err.empty())
-        ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ", " + which + ": " + err);
-      return err.empty();
-    };
-    // The first call makes the sub-communicators, with every rank.
-    if (!check("first call")) return;
-    if (ctx.rank >= early) {
-      while (first_done.load() < early) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (allgather(ctx, &failed_out[ctx.rank]).is_ok())
-      ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": the failed call passed");
-    ++first_done;
-    while (first_done.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    for (int call = 1; call <= 12; ++call) {
-      if (!check(("call " + std::to_string(call)).c_str())) return;
-    }
-    retired[ctx.rank] = ctx.engine.resource_usage().retired_bytes_total;
-  });
-  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
-  EXPECT_GT(targets.load(), 0) << "no canceled receive said its sender might still write";
-  for (int r = 0; r < n; ++r) EXPECT_GT(retired[r], 0u) << "rank " << r << " retired nothing";
 }
 
 // Writes that come (three times each, at three progresses): the memory goes back only after.

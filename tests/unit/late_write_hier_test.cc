@@ -1,0 +1,157 @@
+// A hierarchical call's own memory after one of its phases failed with receives that their
+// senders may still write (comm_hier.cc, comm_late_writes.cc): the slice its cross-node phase
+// received into is retired, never reused, and freed only once the whole call is over, since its
+// later phases, abandoned, still run in it. Four ranks as 2 nodes of 2, node phases over CUDA IPC
+// on the host runtime; the provider takes GPU buffers (HmemOnHost), as EFA with GPUDirect does.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "forwarding_transport.h"
+#include "host_gpu_runtime.h"
+#include "late_writers.h"
+#include "reference.h"
+#include "thread_ranks.h"
+#include "tune/algo.h"
+
+namespace efacoll {
+namespace testing {
+namespace {
+
+constexpr int kRanks = 4, kEarly = 2;  // ranks 0 and 1 give up first
+
+// The setup every test here shares: tcp, one-sided messages from 1 KiB, small chunks, GPU calls
+// on the fabric even when small. Ranks 0 and 1 time out after 1 s, the others after 10 s.
+RankSetup hier_setup(const std::shared_ptr<HostGpuRuntime::Counts>& counts) {
+  RankSetup setup;
+  setup.transport = "tcp";
+  setup.node_size = 2;
+  setup.fabric.protocol = Protocol::kRdma;
+  setup.fabric.rdma_threshold = 1024;
+  setup.config.chunk_bytes = 4096;
+  setup.config.gpu_host_path_max = 0;
+  setup.config.timeout = std::chrono::milliseconds(10000);
+  setup.adjust = [](int rank, EngineConfig* config) {
+    if (rank < kEarly) config->timeout = std::chrono::milliseconds(1000);
+  };
+  setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts, true); };
+  return setup;
+}
+
+void wait_until(const std::atomic<int>& value, int at_least) {
+  while (value.load() < at_least) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// A rank's arrival at a point the others wait for: counted once, at the latest when the rank
+// leaves early, so that a failing rank never leaves the others waiting.
+class Arrival {
+ public:
+  explicit Arrival(std::atomic<int>* count) : count_(count) {}
+  ~Arrival() { now(); }
+  void now() {
+    if (!arrived_) ++*count_;
+    arrived_ = true;
+  }
+
+ private:
+  std::atomic<int>* count_;
+  bool arrived_ = false;
+};
+
+// Rank `rank`'s input block of the allgathers below, and the check of a result.
+Bytes gather_block(int rank, size_t count) {
+  return make_input(DType::kInt32, ROp::kSum, rank, count);
+}
+std::string check_gathered(const Bytes& got, int n, size_t count) {
+  Bytes want;
+  for (int r = 0; r < n; ++r) {
+    const Bytes block = gather_block(r, count);
+    want.insert(want.end(), block.begin(), block.end());
+  }
+  return compare(got, want, DType::kInt32);
+}
+
+Status allgather_on_gpu(RankContext& ctx, size_t count, Bytes* out) {
+  Bytes in = gather_block(ctx.rank, count);
+  out->assign(in.size() * ctx.size, 0);
+  CollArgs a;
+  a.kind = CollKind::kAllgather;
+  a.sendbuf = in.data();
+  a.recvbuf = out->data();
+  a.count = count;
+  a.dtype = DType::kInt32;
+  a.send_mem = a.recv_mem = MemKind::kDevice;
+  a.device = 0;
+  return ctx.comm.run(a);
+}
+
+// "" when a GPU allgather of `count` elements on every rank is exact, else what went wrong.
+std::string exact_allgather(RankContext& ctx, size_t count) {
+  Bytes out;
+  const Status st = allgather_on_gpu(ctx, count, &out);
+  return st.is_ok() ? check_gathered(out, ctx.size, count) : st.to_string();
+}
+
+// Ranks 0 and 1 give up on a call the others begin only after (they fail it, or pass it exact);
+// then twelve calls, each exact.
+// `failed_out` holds the failed call's results, which outlive the engines.
+std::vector<std::string> fail_once_then_check(const RankSetup& setup, size_t count,
+                                              std::vector<Bytes>* failed_out,
+                                              std::vector<ResourceUsage>* after) {
+  std::atomic<int> failed{0};
+  return run_ranks(kRanks, setup, [&](RankContext& ctx) {
+    const std::string me = "rank " + std::to_string(ctx.rank);
+    Arrival past_failed_call(&failed);
+    // The first call makes the sub-communicators, with every rank.
+    std::string err = exact_allgather(ctx, count);
+    if (!err.empty()) return ctx.failures->push_back(me + ", first call: " + err);
+    if (ctx.rank >= kEarly) wait_until(failed, kEarly);
+    // Ranks 2 and 3 may still find every message they need (eager sends left before the stop).
+    const Status st = allgather_on_gpu(ctx, count, &(*failed_out)[ctx.rank]);
+    if (ctx.rank < kEarly && st.is_ok()) ctx.failures->push_back(me + ": the failed call passed");
+    if (ctx.rank >= kEarly && st.is_ok()) {
+      err = check_gathered((*failed_out)[ctx.rank], ctx.size, count);
+      if (!err.empty()) ctx.failures->push_back(me + ", the call that passed: " + err);
+    }
+    past_failed_call.now();
+    wait_until(failed, kRanks);
+    for (int call = 1; call <= 12; ++call) {
+      err = exact_allgather(ctx, count);
+      if (!err.empty())
+        return ctx.failures->push_back(me + ", call " + std::to_string(call) + ": " + err);
+    }
+    (*after)[ctx.rank] = ctx.engine.resource_usage();
+  });
+}
+
+// A hierarchical allgather receives its cross-node phase into the call's slice: a failed call
+// retires that slice, while the call's node phase, abandoned, still runs in it. Until 2026-12-03
+// slices were never retired, and the next calls reused them.
+TEST(LateWriteHier, AllgatherSlicesAreRetiredWhereTheProviderTakesGpuBuffers) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  RankSetup setup = hier_setup(counts);
+  std::atomic<int> targets{0};
+  setup.wrap = [&](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    return std::make_unique<LateWriter>(std::make_unique<HmemOnHost>(std::move(t)), &targets,
+                                        nullptr, 0);
+  };
+  std::vector<Bytes> failed_out(kRanks);
+  std::vector<ResourceUsage> after(kRanks);
+  const auto failures = fail_once_then_check(setup, 4096, &failed_out, &after);
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_GT(targets.load(), 0) << "no canceled receive said its sender might still write";
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_GT(after[r].retired_bytes_total, 0u) << "rank " << r << " retired nothing";
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace efacoll
