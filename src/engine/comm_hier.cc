@@ -131,6 +131,9 @@ class Comm::PhaseRunner {
 };
 
 Status Comm::run_hier_gpu(const CollArgs& args) {
+  // Memory earlier calls retired is freed here too, before the phases: inside them nothing is
+  // (comm_late_writes.cc), and where every call is hierarchical no fabric schedule runs outside.
+  if (engine_->retired_bytes_held_ > 0) engine_->release_retired_memory();
   struct UnderWay {
     explicit UnderWay(int* count) : count_(count) { ++*count_; }
     ~UnderWay() { --*count_; }

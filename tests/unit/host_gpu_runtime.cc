@@ -1,5 +1,6 @@
 #include "host_gpu_runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,9 +31,41 @@ void HostGpuRuntime::release_local_ops(int, LocalOps* ops) {
   delete ops;
 }
 
+HostGpuRuntime::Counts::~Counts() {
+  for (auto& [address, bytes] : freed) std::free(reinterpret_cast<void*>(address));
+}
+
+bool HostGpuRuntime::Counts::freed_at(const void* p, size_t bytes) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + std::max<size_t>(bytes, 1);
+  std::lock_guard<std::mutex> lock(memory_mutex);
+  auto it = freed.lower_bound(end);
+  if (it == freed.begin()) return false;
+  --it;  // the last block that starts below `end`
+  return it->first + it->second > begin;
+}
+
 Status HostGpuRuntime::alloc_device(int, size_t bytes, void** out) {
   *out = std::calloc(1, bytes ? bytes : 1);
-  return *out ? Status::ok() : Status(Code::kInternal, "out of memory");
+  if (*out == nullptr) return Status(Code::kInternal, "out of memory");
+  if (counts_->keep_freed) {
+    std::lock_guard<std::mutex> lock(counts_->memory_mutex);
+    counts_->live[reinterpret_cast<uintptr_t>(*out)] = bytes ? bytes : 1;
+  }
+  return Status::ok();
+}
+
+void HostGpuRuntime::release(void* ptr) {
+  if (counts_->keep_freed && ptr != nullptr) {
+    std::lock_guard<std::mutex> lock(counts_->memory_mutex);
+    auto it = counts_->live.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it != counts_->live.end()) {
+      std::memset(ptr, 0xdd, it->second);
+      counts_->freed.insert(*it);
+      counts_->live.erase(it);
+      return;
+    }
+  }
+  std::free(ptr);
 }
 
 void HostGpuRuntime::wait_for_kernels() {
@@ -46,7 +79,7 @@ void HostGpuRuntime::wait_for_kernels() {
 
 void HostGpuRuntime::free_device(int, void* ptr) {
   wait_for_kernels();
-  std::free(ptr);
+  release(ptr);
 }
 
 Status HostGpuRuntime::alloc_pinned(size_t bytes, void** out) {
@@ -55,7 +88,7 @@ Status HostGpuRuntime::alloc_pinned(size_t bytes, void** out) {
 
 void HostGpuRuntime::free_pinned(void* ptr) {
   wait_for_kernels();
-  std::free(ptr);
+  release(ptr);
 }
 
 Status HostGpuRuntime::copy(void* dst, const void* src, size_t bytes) {

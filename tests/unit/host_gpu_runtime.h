@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -26,6 +27,13 @@ class HostGpuRuntime : public GpuRuntime {
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
     std::atomic<int> ll_lent{0};       // low-latency calls that lent the lock (LlCall::lends_lock)
     std::atomic<int> frees_waited{0};  // frees that waited for a low-latency call
+    // With keep_freed (set before the runtimes allocate), freed memory is filled with 0xdd and
+    // kept until the Counts go: a later use is seen (freed_at) instead of corrupting the heap.
+    bool keep_freed = false;
+    bool freed_at(const void* p, size_t bytes = 1) const;
+    ~Counts();
+    mutable std::mutex memory_mutex;
+    std::map<uintptr_t, size_t> live, freed;  // by address: their sizes
   };
   explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false,
                           bool frees_wait_for_kernels = false)
@@ -53,6 +61,7 @@ class HostGpuRuntime : public GpuRuntime {
 
  private:
   void wait_for_kernels();
+  void release(void* ptr);
 
   std::shared_ptr<Counts> counts_;
   const bool ipc_, frees_wait_;

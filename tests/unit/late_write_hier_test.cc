@@ -152,6 +152,62 @@ TEST(LateWriteHier, AllgatherSlicesAreRetiredWhereTheProviderTakesGpuBuffers) {
     EXPECT_GT(after[r].retired_bytes_total, 0u) << "rank " << r << " retired nothing";
 }
 
+// Sends and receives into "GPU" memory the runtime was told to free (Counts::keep_freed): a
+// phase still running in memory the engine gave back.
+class FreedMemoryWatch : public ForwardingTransport {
+ public:
+  FreedMemoryWatch(std::unique_ptr<Transport> inner, std::shared_ptr<HostGpuRuntime::Counts> memory,
+                   std::atomic<int>* uses)
+      : ForwardingTransport(std::move(inner)), memory_(std::move(memory)), uses_(uses) {}
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    if (bytes > 0 && memory_->freed_at(buf, bytes)) ++*uses_;
+    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
+  }
+  Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    if (bytes > 0 && memory_->freed_at(buf, bytes)) ++*uses_;
+    return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
+  }
+
+ private:
+  std::shared_ptr<HostGpuRuntime::Counts> memory_;
+  std::atomic<int>* uses_;
+};
+
+// A slice retired by a hierarchical call's failed cross-node phase is freed after the call, never
+// during it: with a fabric algorithm forced, the node phase that follows runs a fabric schedule,
+// whose start frees what every late write has reached, and it sends from that slice. Here the
+// late writes come at once (one progress each) and the provider holds nothing, so only the
+// engine's count of hierarchical calls under way keeps the slice. After the call, the start of
+// the next hierarchical call frees it; until 2026-12-04 only a flat fabric call did, so where
+// every call was hierarchical the retired memory stayed to the end.
+TEST(LateWriteHier, ASliceRetiredInACallIsFreedOnlyAfterIt) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  counts->keep_freed = true;
+  RankSetup setup = hier_setup(counts);
+  setup.fabric.protocol = Protocol::kSendRecv;  // the provider itself awaits no late write
+  ASSERT_TRUE(parse_algo_overrides("ring", &setup.config.algo).is_ok());
+  std::atomic<int> targets{0}, uses_after_free{0};
+  setup.wrap = [&](int, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    auto writer = std::make_unique<LateWriter>(std::make_unique<HmemOnHost>(std::move(t)), &targets,
+                                               nullptr, /*writes_each=*/1);
+    writer->mark_every_canceled_receive();
+    return std::make_unique<FreedMemoryWatch>(std::move(writer), counts, &uses_after_free);
+  };
+  std::vector<Bytes> failed_out(kRanks);
+  std::vector<ResourceUsage> after(kRanks);
+  const auto failures = fail_once_then_check(setup, 4096, &failed_out, &after);
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_GT(targets.load(), 0) << "no receive was canceled";
+  EXPECT_EQ(uses_after_free.load(), 0) << "a phase sent or received in memory already freed";
+  for (int r = 0; r < kEarly; ++r) {
+    EXPECT_GT(after[r].retired_bytes_total, 0u) << "rank " << r << " retired nothing";
+    EXPECT_EQ(after[r].retired_bytes_held, 0u) << "rank " << r << " never freed what it retired";
+  }
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace efacoll

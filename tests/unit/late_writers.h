@@ -84,10 +84,15 @@ class LateWriter : public ReceiveBuffers {
     std::lock_guard<std::mutex> lock(mutex_);
     return ForwardingTransport::late_writes_awaited() + late_.size();
   }
+  // Every canceled receive marked as one its sender may still write, as if the provider said
+  // so (a provider that cannot tell which of them a sender has begun to write).
+  void mark_every_canceled_receive() { every_canceled_receive_ = true; }
   void cancel(Completion* c) override {
-    ForwardingTransport::cancel(c);
     std::pair<uint8_t*, size_t> target;
-    if (!receive_buffer(c, &target) || !c->may_still_be_written) return;
+    const bool receive = receive_buffer(c, &target);
+    if (receive && every_canceled_receive_) c->may_still_be_written = true;
+    ForwardingTransport::cancel(c);
+    if (!receive || !c->may_still_be_written) return;
     std::lock_guard<std::mutex> lock(mutex_);
     late_.push_back(target);
     writes_left_.push_back(writes_each_);
@@ -112,6 +117,7 @@ class LateWriter : public ReceiveBuffers {
   std::atomic<int>* targets_;
   Targets* left_;
   const int writes_each_;
+  bool every_canceled_receive_ = false;
   mutable std::mutex mutex_;
   Targets late_;
   std::vector<int> writes_left_;  // per target of late_
