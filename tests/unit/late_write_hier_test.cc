@@ -208,6 +208,133 @@ TEST(LateWriteHier, ASliceRetiredInACallIsFreedOnlyAfterIt) {
   }
 }
 
+// The data sends of one call, after the first `pass`, complete without leaving: as behind a
+// sender that stalled midway, the receiver's later receives wait, their clear-to-sends sent.
+// count() measures a call's data sends; arm() lets the next call send half of that many.
+class SendsLostMidway : public ForwardingTransport {
+ public:
+  using ForwardingTransport::ForwardingTransport;
+  void count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counting_ = true;
+    counted_ = 0;
+  }
+  void arm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counting_ = false;
+    armed_ = true;
+    pass_ = counted_ / 2;
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+  }
+  int counted() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counted_;
+  }
+  Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
+              Completion* c) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (bytes > 0 && counting_) ++counted_;
+      if (bytes > 0 && armed_ && pass_-- <= 0) {
+        lost_.push_back({c, bytes});
+        return Status::ok();
+      }
+    }
+    return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
+  }
+  Status progress(int* completed) override {
+    Status st = ForwardingTransport::progress(completed);
+    std::vector<std::pair<Completion*, size_t>> lost;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lost.swap(lost_);
+    }
+    for (auto& [c, bytes] : lost) c->fn(c, Status::ok(), bytes);
+    *completed += static_cast<int>(lost.size());
+    return st;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  bool counting_ = false, armed_ = false;
+  int counted_ = 0, pass_ = 0;
+  std::vector<std::pair<Completion*, size_t>> lost_;  // completed at the next progress
+};
+
+// A hierarchical allreduce runs its cross-node phase in place on the slice: a ring there receives
+// its second half (the allgather of reduced blocks) into the slice itself. Ranks 2 and 3 stall
+// midway through that phase, so ranks 0 and 1 give up with those receives posted: the slice is
+// retired, and every later call is exact though the late writes go on into it.
+TEST(LateWriteHier, AllreduceSliceIsRetiredWhenItsCrossNodePhaseStallsMidway) {
+  if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
+  constexpr size_t count = 1 << 16;
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  RankSetup setup = hier_setup(counts);
+  ASSERT_TRUE(parse_algo_overrides("allreduce:hier", &setup.config.algo).is_ok());
+  // Across nodes, the ring, whatever the size: the rule, not the cost model, and no recursive
+  // doubling (whose receives go to the scratch).
+  setup.config.tune = false;
+  setup.config.rd_max_bytes = 0;
+  std::atomic<int> targets{0};
+  std::vector<SendsLostMidway*> stalling(kRanks, nullptr);
+  setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    t = std::make_unique<HmemOnHost>(std::move(t));
+    if (rank < kEarly) return std::make_unique<LateWriter>(std::move(t), &targets, nullptr, 0);
+    auto lossy = std::make_unique<SendsLostMidway>(std::move(t));
+    stalling[rank] = lossy.get();
+    return lossy;
+  };
+  std::vector<Bytes> failed_in(kRanks);  // the failed call's buffers outlive the engines
+  std::atomic<int> counted{0}, failed{0};
+  ::testing::internal::CaptureStderr();
+  const auto failures = run_ranks(kRanks, setup, [&](RankContext& ctx) {
+    const std::string me = "rank " + std::to_string(ctx.rank);
+    auto exact = [&](const std::string& which) {
+      const std::string err =
+          check_allreduce_in_place(ctx.comm, ctx.rank, kRanks, count, MemKind::kDevice);
+      if (!err.empty()) ctx.failures->push_back(me + ", " + which + ": " + err);
+      return err.empty();
+    };
+    SendsLostMidway* lossy = stalling[ctx.rank];
+    Arrival past_counted_call(&counted), past_failed_call(&failed);
+    if (!exact("first call")) return;  // makes the sub-communicators
+    if (lossy) lossy->count();
+    if (!exact("counted call")) return;
+    if (lossy && lossy->counted() < 4)
+      return ctx.failures->push_back(me + ": " + std::to_string(lossy->counted()) +
+                                     " sends, too few to stall midway");
+    past_counted_call.now();
+    wait_until(counted, kRanks);
+    if (lossy) lossy->arm();
+    failed_in[ctx.rank] = make_input(DType::kInt32, ROp::kSum, ctx.rank, count);
+    CollArgs a;
+    a.recvbuf = failed_in[ctx.rank].data();
+    a.count = count;
+    a.dtype = DType::kInt32;
+    a.inplace = true;
+    a.send_mem = a.recv_mem = MemKind::kDevice;
+    a.device = 0;
+    const Status st = ctx.comm.run(a);
+    if (lossy) lossy->disarm();
+    // Ranks 2 and 3 had every message they needed unless a stalled one held back a peer's.
+    if (ctx.rank < kEarly && st.is_ok()) ctx.failures->push_back(me + ": the failed call passed");
+    past_failed_call.now();
+    wait_until(failed, kRanks);
+    for (int call = 1; call <= 12; ++call) {
+      if (!exact("call " + std::to_string(call))) return;
+    }
+  });
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_GT(targets.load(), 0) << "no canceled receive said its sender might still write";
+  EXPECT_NE(log.find("hierarchical slice"), std::string::npos)
+      << "the slice was not retired; the log:\n"
+      << log;
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace efacoll
