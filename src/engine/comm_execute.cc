@@ -60,7 +60,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   LocalOps* local = &host_ops;
   CallResources held_gpu(engine_->gpu_.get(), device, engine_->stages_.get());
   if (gpu) EFACOLL_RETURN_IF_ERROR(held_gpu.take_local_ops(&local));
-  if (engine_->retired_bytes_held_ > 0) engine_->release_retired_memory();
+  engine_->release_retired_memory();
   EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes, gpu, device));
 
   ExecBuffers bufs;

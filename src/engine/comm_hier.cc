@@ -131,9 +131,10 @@ class Comm::PhaseRunner {
 };
 
 Status Comm::run_hier_gpu(const CollArgs& args) {
-  // Memory earlier calls retired is freed here too, before the phases: inside them nothing is
-  // (comm_late_writes.cc), and where every call is hierarchical no fabric schedule runs outside.
-  if (engine_->retired_bytes_held_ > 0) engine_->release_retired_memory();
+  // Memory earlier calls retired is released here too when it can be, before the phases: inside
+  // them nothing is (comm_late_writes.cc), and where every call is hierarchical no fabric schedule
+  // runs outside them.
+  engine_->release_retired_memory();
   struct UnderWay {
     explicit UnderWay(int* count) : count_(count) { ++*count_; }
     ~UnderWay() { --*count_; }

@@ -119,7 +119,7 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
 // on, where the provider can peek). Until then, and for good where the sender died or the
 // provider cannot peek (shm), the memory stays retired: a late sender looks the same.
 void Engine::release_retired_memory() {
-  if (hierarchical_calls_under_way_ > 0) return;
+  if (retired_bytes_held_ == 0 || hierarchical_calls_under_way_ > 0) return;
   if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
   if (mr_cache_ && !mr_cache_->close_retired()) return;
   EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",

@@ -35,7 +35,7 @@ HostGpuRuntime::Counts::~Counts() {
   for (auto& [address, bytes] : freed) std::free(reinterpret_cast<void*>(address));
 }
 
-bool HostGpuRuntime::Counts::freed_at(const void* p, size_t bytes) const {
+bool HostGpuRuntime::Counts::in_freed_memory(const void* p, size_t bytes) const {
   const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + std::max<size_t>(bytes, 1);
   std::lock_guard<std::mutex> lock(memory_mutex);
   auto it = freed.lower_bound(end);

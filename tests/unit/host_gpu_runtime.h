@@ -23,17 +23,19 @@ class HostGpuRuntime : public GpuRuntime {
  public:
   // Shared by the runtimes of one test's ranks: the most calls any rank had under way at once.
   struct Counts {
+    // With keep_freed, freed memory (device and pinned) is filled with 0xdd and kept until the
+    // Counts go: a later use is seen (in_freed_memory) instead of corrupting the heap.
+    explicit Counts(bool keep_freed = false) : keep_freed(keep_freed) {}
+    ~Counts();
+    bool in_freed_memory(const void* p, size_t bytes = 1) const;
+
     std::atomic<int> most_at_once{0};
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
     std::atomic<int> ll_lent{0};       // low-latency calls that lent the lock (LlCall::lends_lock)
     std::atomic<int> frees_waited{0};  // frees that waited for a low-latency call
-    // With keep_freed (set before the runtimes allocate), freed memory is filled with 0xdd and
-    // kept until the Counts go: a later use is seen (freed_at) instead of corrupting the heap.
-    bool keep_freed = false;
-    bool freed_at(const void* p, size_t bytes = 1) const;
-    ~Counts();
+    const bool keep_freed;
     mutable std::mutex memory_mutex;
-    std::map<uintptr_t, size_t> live, freed;  // by address: their sizes
+    std::map<uintptr_t, size_t> live, freed;  // guarded by memory_mutex: sizes by address
   };
   explicit HostGpuRuntime(std::shared_ptr<Counts> counts, bool in_process_ipc = false,
                           bool frees_wait_for_kernels = false)

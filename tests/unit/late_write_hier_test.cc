@@ -45,26 +45,6 @@ RankSetup hier_setup(const std::shared_ptr<HostGpuRuntime::Counts>& counts) {
   return setup;
 }
 
-void wait_until(const std::atomic<int>& value, int at_least) {
-  while (value.load() < at_least) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
-
-// A rank's arrival at a point the others wait for: counted once, at the latest when the rank
-// leaves early, so that a failing rank never leaves the others waiting.
-class Arrival {
- public:
-  explicit Arrival(std::atomic<int>* count) : count_(count) {}
-  ~Arrival() { now(); }
-  void now() {
-    if (!arrived_) ++*count_;
-    arrived_ = true;
-  }
-
- private:
-  std::atomic<int>* count_;
-  bool arrived_ = false;
-};
-
 // Rank `rank`'s input block of the allgathers below, and the check of a result.
 Bytes gather_block(int rank, size_t count) {
   return make_input(DType::kInt32, ROp::kSum, rank, count);
@@ -161,12 +141,12 @@ class FreedMemoryWatch : public ForwardingTransport {
       : ForwardingTransport(std::move(inner)), memory_(std::move(memory)), uses_(uses) {}
   Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* c) override {
-    if (bytes > 0 && memory_->freed_at(buf, bytes)) ++*uses_;
+    if (bytes > 0 && memory_->in_freed_memory(buf, bytes)) ++*uses_;
     return ForwardingTransport::send(peer, buf, bytes, tag, region, c);
   }
   Status recv(PeerAddr peer, void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* c) override {
-    if (bytes > 0 && memory_->freed_at(buf, bytes)) ++*uses_;
+    if (bytes > 0 && memory_->in_freed_memory(buf, bytes)) ++*uses_;
     return ForwardingTransport::recv(peer, buf, bytes, tag, region, c);
   }
 
@@ -176,16 +156,17 @@ class FreedMemoryWatch : public ForwardingTransport {
 };
 
 // A slice retired by a hierarchical call's failed cross-node phase is freed after the call, never
-// during it: with a fabric algorithm forced, the node phase that follows runs a fabric schedule,
-// whose start frees what every late write has reached, and it sends from that slice. Here the
-// late writes come at once (one progress each) and the provider holds nothing, so only the
-// engine's count of hierarchical calls under way keeps the slice. After the call, the start of
-// the next hierarchical call frees it; until 2026-12-04 only a flat fabric call did, so where
-// every call was hierarchical the retired memory stayed to the end.
-TEST(LateWriteHier, ASliceRetiredInACallIsFreedOnlyAfterIt) {
+// during it. With a fabric algorithm forced, the node phase that follows runs a fabric schedule,
+// whose start frees retired memory once every late write has come, and that phase sends from the
+// slice. Here the late writes come at once (one progress each) and the provider holds nothing,
+// so only the engine's count of hierarchical calls under way keeps the slice
+// (Engine::hierarchical_calls_under_way_). After the call, the start of the next hierarchical
+// call frees it; until 2026-12-04 only the start of a fabric schedule did, which inside a
+// hierarchical call the count stops, so where every call was hierarchical the retired memory
+// stayed to the end.
+TEST(LateWriteHier, ARetiredSliceIsFreedAfterItsCallAndNotDuringIt) {
   if (!provider_available("tcp")) GTEST_SKIP() << "tcp not available here";
-  auto counts = std::make_shared<HostGpuRuntime::Counts>();
-  counts->keep_freed = true;
+  auto counts = std::make_shared<HostGpuRuntime::Counts>(/*keep_freed=*/true);
   RankSetup setup = hier_setup(counts);
   setup.fabric.protocol = Protocol::kSendRecv;  // the provider itself awaits no late write
   ASSERT_TRUE(parse_algo_overrides("ring", &setup.config.algo).is_ok());
@@ -208,12 +189,14 @@ TEST(LateWriteHier, ASliceRetiredInACallIsFreedOnlyAfterIt) {
   }
 }
 
-// The data sends of one call, after the first `pass`, complete without leaving: as behind a
-// sender that stalled midway, the receiver's later receives wait, their clear-to-sends sent.
-// count() measures a call's data sends; arm() lets the next call send half of that many.
+// A call's data sends (the chunks, of `data_bytes`: not the notices, nor the small messages of
+// the node phases' barriers), after the first half, complete without leaving: as behind a sender
+// that stalled midway, the receiver's later receives wait, their clear-to-sends sent. count()
+// measures a call's data sends; arm() lets the next call send half of that many.
 class SendsLostMidway : public ForwardingTransport {
  public:
-  using ForwardingTransport::ForwardingTransport;
+  SendsLostMidway(std::unique_ptr<Transport> inner, size_t data_bytes)
+      : ForwardingTransport(std::move(inner)), data_bytes_(data_bytes) {}
   void count() {
     std::lock_guard<std::mutex> lock(mutex_);
     counting_ = true;
@@ -235,11 +218,11 @@ class SendsLostMidway : public ForwardingTransport {
   }
   Status send(PeerAddr peer, const void* buf, size_t bytes, uint64_t tag, const MemRegion* region,
               Completion* c) override {
-    {
+    if (bytes == data_bytes_) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (bytes > 0 && counting_) ++counted_;
-      if (bytes > 0 && armed_ && pass_-- <= 0) {
-        lost_.push_back({c, bytes});
+      if (counting_) ++counted_;
+      if (armed_ && pass_-- <= 0) {
+        lost_.push_back({c, bytes, tag});
         return Status::ok();
       }
     }
@@ -247,21 +230,30 @@ class SendsLostMidway : public ForwardingTransport {
   }
   Status progress(int* completed) override {
     Status st = ForwardingTransport::progress(completed);
-    std::vector<std::pair<Completion*, size_t>> lost;
+    std::vector<Lost> lost;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       lost.swap(lost_);
     }
-    for (auto& [c, bytes] : lost) c->fn(c, Status::ok(), bytes);
+    for (const Lost& l : lost) {
+      l.c->tag = l.tag;  // as a provider reports a send's tag, which the engine checks
+      l.c->fn(l.c, Status::ok(), l.bytes);
+    }
     *completed += static_cast<int>(lost.size());
     return st;
   }
 
  private:
+  struct Lost {
+    Completion* c;
+    size_t bytes;
+    uint64_t tag;
+  };
+  const size_t data_bytes_;
   mutable std::mutex mutex_;
   bool counting_ = false, armed_ = false;
   int counted_ = 0, pass_ = 0;
-  std::vector<std::pair<Completion*, size_t>> lost_;  // completed at the next progress
+  std::vector<Lost> lost_;  // completed at the next progress
 };
 
 // A hierarchical allreduce runs its cross-node phase in place on the slice: a ring there receives
@@ -283,7 +275,7 @@ TEST(LateWriteHier, AllreduceSliceIsRetiredWhenItsCrossNodePhaseStallsMidway) {
   setup.wrap = [&](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
     t = std::make_unique<HmemOnHost>(std::move(t));
     if (rank < kEarly) return std::make_unique<LateWriter>(std::move(t), &targets, nullptr, 0);
-    auto lossy = std::make_unique<SendsLostMidway>(std::move(t));
+    auto lossy = std::make_unique<SendsLostMidway>(std::move(t), setup.config.chunk_bytes);
     stalling[rank] = lossy.get();
     return lossy;
   };

@@ -195,11 +195,10 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
   std::vector<Bytes> first(n), first_send(n);
   std::atomic<int> first_done{0};
   auto failures = run_ranks(n, setup, [&](RankContext& ctx) {
+    Arrival past_first_call(&first_done);
     Status forced = ctx.engine.set_algo(algo);
     if (!forced.is_ok()) return ctx.failures->push_back(forced.to_string());
-    if (ctx.rank == 1) {
-      while (first_done.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (ctx.rank == 1) wait_until(first_done, 1);
     first[ctx.rank] = make_input(DType::kInt32, ROp::kSum, ctx.rank, count);
     CollArgs a;
     a.recvbuf = first[ctx.rank].data();
@@ -215,8 +214,8 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
     a.device = 0;
     const Status st = ctx.comm.run(a);
     if (st.is_ok()) ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": call 0 passed");
-    ++first_done;
-    while (first_done.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    past_first_call.now();
+    wait_until(first_done, n);
     for (int call = 1; call <= 12; ++call) {
       if (call == 11) std::this_thread::sleep_for(run->then_pause);
       const std::string err =

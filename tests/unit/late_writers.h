@@ -2,6 +2,7 @@
 // engine retires after a failed call (late_write_test.cc, late_write_hier_test.cc).
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -15,9 +16,7 @@
 namespace efacoll {
 namespace testing {
 
-// Where a canceled receive says it may still be written, writes into its buffer at every later
-// progress: a write that lands at any moment, after any other, as EFA allows. Memory efacoll
-// retired absorbs them; memory it reused would show them in a result.
+// Buffers a provider may still write: (start, bytes).
 using Targets = std::vector<std::pair<uint8_t*, size_t>>;
 
 // Remembers the buffer of each receive posted, by its completion, until that completion is
@@ -62,6 +61,9 @@ class ReceiveBuffers : public ForwardingTransport {
   std::unordered_map<Completion*, std::pair<uint8_t*, size_t>> buffers_;
 };
 
+// Where a canceled receive says it may still be written, writes into its buffer at every later
+// progress: a write that lands at any moment, after any other, as EFA allows. Memory efacoll
+// retired absorbs them; memory it reused would show them in a result.
 // With `left`, it also says that the provider still holds operations (as one that could not
 // cancel them does), and hands its targets, written once more, to `left` when it is destroyed:
 // memory the provider may still write after the engine is gone. With `writes_each`, each

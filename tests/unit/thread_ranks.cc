@@ -1,5 +1,6 @@
 #include "thread_ranks.h"
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -36,6 +37,10 @@ Status ThreadGroup::allgather(int rank, const void* in, size_t bytes, void* out)
   }
   barrier();
   return Status::ok();
+}
+
+void wait_until(const std::atomic<int>& value, int at_least) {
+  while (value.load() < at_least) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 bool provider_available(const std::string& name) {

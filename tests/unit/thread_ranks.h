@@ -1,6 +1,7 @@
 // Ranks as threads in one process: a Bootstrap over shared memory, and a runner that gives
 // each rank its own Engine over a loopback or fabric transport.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -81,6 +82,27 @@ std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t co
 // other kDevice: a call that mixes host and GPU buffers). The input must stay as it was.
 std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
                             MemKind recv_memory);
+
+// Waits (sleeping) until `value` is at least `at_least`: ranks meeting at a point of a test.
+void wait_until(const std::atomic<int>& value, int at_least);
+
+// A rank's arrival at such a point: counted once, at the latest when the rank leaves early (a
+// failure), so that a failing rank never leaves the others waiting.
+class Arrival {
+ public:
+  explicit Arrival(std::atomic<int>* count) : count_(count) {}
+  ~Arrival() { now(); }
+  Arrival(const Arrival&) = delete;
+  Arrival& operator=(const Arrival&) = delete;
+  void now() {
+    if (!arrived_) ++*count_;
+    arrived_ = true;
+  }
+
+ private:
+  std::atomic<int>* count_;
+  bool arrived_ = false;
+};
 
 // Whether a libfabric provider can be opened here (tests skip, saying why, when not).
 bool provider_available(const std::string& name);
