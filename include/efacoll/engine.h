@@ -198,6 +198,9 @@ class Engine {
   // (engine/gpu_memory_to_free.h).
   void give_back_gpu_memory(GpuMemoryToFree memory);
   void free_unused_gpu_memory();  // under busy_: what was given back, unless a kernel is under way
+  // Under busy_: the peers' mappings given back, closed now even while a kernel is under way
+  // (IpcMappings maps their chunks again).
+  void close_ipc_mappings_now();
   // Fills the blob's id bitmap with the ids free here, and takes `id` when the members agreed
   // on it (false: another creation on this process took it first; try again).
   void offer_comm_ids(uint8_t* bitmap, bool nested);

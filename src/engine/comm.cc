@@ -167,7 +167,7 @@ Comm::~Comm() {
   std::unique_lock<std::mutex> busy(engine_->busy_, std::defer_lock);
   if (!nested_) busy.lock();
   // Sub-communicators' memory too: they go with hier_. Peers' workspaces mapped through CUDA IPC
-  // are closed at once, by ~IpcState (gpu_memory_to_free.h).
+  // are closed the same way (gpu_memory_to_free.h).
   GpuMemoryToFree memory;
   take_gpu_memory(&memory);
   if (!memory.empty()) engine_->give_back_gpu_memory(std::move(memory));
@@ -184,11 +184,13 @@ void Comm::take_gpu_memory(GpuMemoryToFree* out) {
   if (pinned_) out->add_pinned(pinned_, pinned_bytes_);
   pinned_ = nullptr;
   pinned_bytes_ = 0;
-  if (ipc_ && ipc_->workspace) {
-    out->add_device(ipc_->device, ipc_->workspace, ipc_->workspace_bytes);
-    // Its own entry in peers is the workspace: not a mapping for ~IpcState to close.
-    for (void*& p : ipc_->peers)
-      if (p == ipc_->workspace) p = nullptr;
+  if (ipc_) {
+    // Its own entry in peers is the workspace, not a mapping.
+    for (void*& p : ipc_->peers) {
+      if (p && p != ipc_->workspace) out->add_ipc_mapping(p);
+      p = nullptr;
+    }
+    if (ipc_->workspace) out->add_device(ipc_->device, ipc_->workspace, ipc_->workspace_bytes);
     ipc_->workspace = nullptr;
   }
   std::vector<GrowingDeviceBuffer*> grown = {gpu_scratch_.get(), send_copy_.get(),

@@ -47,7 +47,8 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
     retired_gpu_ = std::make_unique<GpuMemoryToFree>();
     ipc_mappings_ = std::make_unique<IpcMappings>(
         [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
-        [rt](void* mapped) { rt->ipc_close(mapped); }, kIpcMappingsKept);
+        [this](void* mapped) { give_back_gpu_memory(GpuMemoryToFree::ipc_mapping(mapped)); },
+        kIpcMappingsKept, [this] { close_ipc_mappings_now(); });
     // Unique among the engines of one node (processes, or ranks as threads in the tests).
     std::random_device entropy;
     process_key_ = (uint64_t(entropy()) << 32 | entropy()) ^ uint64_t(getpid());
@@ -79,6 +80,10 @@ void Engine::free_unused_gpu_memory() {
   unused_gpu_memory_->free_all(gpu_.get());
 }
 
+void Engine::close_ipc_mappings_now() {
+  if (unused_gpu_memory_) unused_gpu_memory_->close_ipc_mappings(gpu_.get());
+}
+
 void Engine::idle_progress_loop() {
   while (!stopping_.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(config_.idle_progress);
@@ -101,7 +106,8 @@ Engine::~Engine() {
   if (idle_progress_.joinable()) idle_progress_.join();
   if (watchdog_.joinable()) watchdog_.join();
   mr_cache_.reset();
-  stages_.reset();  // its frees come back here (give_back_gpu_memory)
+  stages_.reset();        // its frees come back here (give_back_gpu_memory)
+  ipc_mappings_.reset();  // and its closes
   free_unused_gpu_memory();
   if (retired_bytes_held_ == 0) return;
   late_sends_.reset();

@@ -3,8 +3,10 @@
 // MPI_THREAD_MULTIPLE that kernel's peers may wait for this thread's next call, which a free
 // holds up whether or not it holds the engine's lock. So the engine frees such memory only
 // while none of its low-latency kernels is under way (Engine::give_back_gpu_memory).
-// Peers' memory mapped through CUDA IPC is still closed at once: IpcMappings reopens an
-// allocation right after closing its idle mapping ("already mapped" otherwise).
+// cudaIpcCloseMemHandle waits for this process's kernels too (an H200, 2026-12-04,
+// bench/ipc_close_wait.py: 290 ms behind a 300 ms kernel of its own, as cudaFree; 0.16 ms behind
+// the exporter's), so peers' memory mapped here is closed the same way. Only IpcMappings' reopen
+// closes at once what is in its way (Engine::close_ipc_mappings_now), as it always did.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -14,8 +16,13 @@
 namespace efacoll {
 
 struct GpuMemoryToFree {
+  enum class Kind {
+    kDevice,      // cudaFree, on device `ordinal`
+    kPinned,      // cudaFreeHost
+    kIpcMapping,  // cudaIpcCloseMemHandle: a peer's memory, mapped here (bytes: 0, not ours)
+  };
   struct Block {
-    bool pinned = false;  // pinned host memory, else device memory of `ordinal`
+    Kind kind = Kind::kDevice;
     int ordinal = -1;
     void* ptr = nullptr;
     size_t bytes = 0;
@@ -32,10 +39,16 @@ struct GpuMemoryToFree {
     m.add_pinned(p, bytes);
     return m;
   }
-  void add_device(int ordinal, void* p, size_t bytes) {
-    blocks.push_back({false, ordinal, p, bytes});
+  static GpuMemoryToFree ipc_mapping(void* mapped) {
+    GpuMemoryToFree m;
+    m.add_ipc_mapping(mapped);
+    return m;
   }
-  void add_pinned(void* p, size_t bytes) { blocks.push_back({true, -1, p, bytes}); }
+  void add_device(int ordinal, void* p, size_t bytes) {
+    blocks.push_back({Kind::kDevice, ordinal, p, bytes});
+  }
+  void add_pinned(void* p, size_t bytes) { blocks.push_back({Kind::kPinned, -1, p, bytes}); }
+  void add_ipc_mapping(void* mapped) { blocks.push_back({Kind::kIpcMapping, -1, mapped, 0}); }
   bool empty() const { return blocks.empty(); }
   size_t bytes() const {
     size_t sum = 0;
@@ -47,13 +60,34 @@ struct GpuMemoryToFree {
     *more = GpuMemoryToFree();
   }
   void free_all(GpuRuntime* gpu) {
-    for (const Block& b : blocks) {
-      if (b.pinned)
-        gpu->free_pinned(b.ptr);
-      else
-        gpu->free_device(b.ordinal, b.ptr);
-    }
+    for (const Block& b : blocks) release(gpu, b);
     *this = GpuMemoryToFree();
+  }
+  // Only the mappings, now: what IpcMappings needs out of its way to map a chunk again.
+  void close_ipc_mappings(GpuRuntime* gpu) {
+    std::vector<Block> rest;
+    for (const Block& b : blocks) {
+      if (b.kind == Kind::kIpcMapping)
+        release(gpu, b);
+      else
+        rest.push_back(b);
+    }
+    blocks.swap(rest);
+  }
+
+ private:
+  static void release(GpuRuntime* gpu, const Block& b) {
+    switch (b.kind) {
+      case Kind::kDevice:
+        gpu->free_device(b.ordinal, b.ptr);
+        break;
+      case Kind::kPinned:
+        gpu->free_pinned(b.ptr);
+        break;
+      case Kind::kIpcMapping:
+        gpu->ipc_close(b.ptr);
+        break;
+    }
   }
 };
 

@@ -5,8 +5,11 @@
 
 namespace efacoll {
 
-IpcMappings::IpcMappings(Open open, Close close, size_t kept)
-    : open_(std::move(open)), close_(std::move(close)), kept_(kept) {}
+IpcMappings::IpcMappings(Open open, Close close, size_t kept, std::function<void()> make_way)
+    : open_(std::move(open)),
+      close_(std::move(close)),
+      kept_(kept),
+      make_way_(std::move(make_way)) {}
 
 IpcMappings::~IpcMappings() {
   for (auto& kv : cached_) close_(kv.second.base);
@@ -32,6 +35,7 @@ Status IpcMappings::open(uint64_t process, const void* handle, void** base) {
   // Small allocations share the driver's larger chunks, and a chunk is mapped once: an older
   // mapping of the same chunk (memory the peer freed, or another buffer of it) is in the way.
   close_idle(process);
+  if (make_way_) make_way_();
   return open_(handle, base);
 }
 

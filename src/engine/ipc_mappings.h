@@ -6,6 +6,9 @@
 // not by a communicator's rank, and making way closes that process's idle mappings everywhere.
 // Used under the engine's lock; under MPI_THREAD_MULTIPLE several GPU calls may be under way at
 // once (each lends the lock while it waits for peers), so "idle" means used by none of them.
+// `close` may defer the close (the engine's waits for its low-latency kernels, since
+// cudaIpcCloseMemHandle waits for the device: gpu_memory_to_free.h); `make_way` closes what was
+// deferred, at once, before a chunk is mapped again.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,7 +32,7 @@ class IpcMappings {
   // open: kAgain where the memory is mapped here already (GpuRuntime::ipc_open).
   using Open = std::function<Status(const void* handle, void** out)>;
   using Close = std::function<void(void* mapped)>;
-  IpcMappings(Open open, Close close, size_t kept);
+  IpcMappings(Open open, Close close, size_t kept, std::function<void()> make_way = nullptr);
   ~IpcMappings();  // closes every cached mapping (a call's own ones close at its end_call)
   IpcMappings(const IpcMappings&) = delete;
   IpcMappings& operator=(const IpcMappings&) = delete;
@@ -58,6 +61,7 @@ class IpcMappings {
   Open open_;
   Close close_;
   size_t kept_;
+  std::function<void()> make_way_;
   std::map<Key, Cached> cached_;
   std::list<Key> recent_;  // most recent first
 };

@@ -4,8 +4,9 @@
 // reach each other; with in_process_ipc, for ranks that are threads of one process, a "handle"
 // is the address itself and the protocol runs on the host (host_ll_protocol.h). Counts the
 // local-operation sets, and the low-latency calls, that calls held at once. With
-// frees_wait_for_kernels, a free waits as cudaFree and cudaFreeHost do: for the low-latency calls
-// under way on this "device" when it began, one waiting for its peers too.
+// frees_wait_for_kernels, a free (or an IPC close) waits as cudaFree, cudaFreeHost and
+// cudaIpcCloseMemHandle do: for the low-latency calls under way on this "device" when it began,
+// one waiting for its peers too.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -32,7 +33,7 @@ class HostGpuRuntime : public GpuRuntime {
     std::atomic<int> most_at_once{0};
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
     std::atomic<int> ll_lent{0};       // low-latency calls that lent the lock (LlCall::lends_lock)
-    std::atomic<int> frees_waited{0};  // frees that waited for a low-latency call
+    std::atomic<int> frees_waited{0};  // frees (and IPC closes) that waited for a low-latency call
     const bool keep_freed;
     mutable std::mutex memory_mutex;
     std::map<uintptr_t, size_t> live, freed;  // guarded by memory_mutex: sizes by address
@@ -54,7 +55,9 @@ class HostGpuRuntime : public GpuRuntime {
   Status synchronize() override { return Status::ok(); }
   Status ipc_export(void* base, void* handle_out) override;
   Status ipc_open(const void* handle, void** out) override;
-  void ipc_close(void*) override {}
+  // Waits as the frees do: cudaIpcCloseMemHandle waits for the process's kernels too (measured,
+  // gpu_memory_to_free.h).
+  void ipc_close(void*) override { wait_for_kernels(); }
   bool can_access_peer(int, int) override { return ipc_; }
   Status device_uuid(int device, std::string* out) override;
   Status zero(void* dst, size_t bytes) override;

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace efacoll {
 namespace {
@@ -68,6 +69,36 @@ TEST(IpcMappings, AStaleMappingAnyCallKeptMakesWayForTheMemoryThatReplacedIt) {
   EXPECT_EQ(driver.allocation_at(b), 101);
   EXPECT_EQ(driver.allocation_at(a), -1) << "the stale mapping was closed";
   EXPECT_EQ(mappings->cached(), 1u);
+}
+
+// The engine defers closes while its low-latency kernels run (cudaIpcCloseMemHandle waits for
+// them): a mapping whose close waits is still in the way, until make_way closes it.
+TEST(IpcMappings, ADeferredCloseIsMadeBeforeTheChunkIsMappedAgain) {
+  FakeDriver driver;
+  std::vector<void*> deferred;
+  int ways_made = 0;
+  IpcMappings mappings([&driver](const void* h, void** out) { return driver.open(h, out); },
+                       [&deferred](void* m) { deferred.push_back(m); }, /*kept=*/0,
+                       [&] {
+                         ++ways_made;
+                         for (void* m : deferred) driver.close(m);
+                         deferred.clear();
+                       });
+  IpcMappings::Call call;
+  const FakeHandle freed{1, 100}, replacement{1, 101};
+  void* a = nullptr;
+  ASSERT_TRUE(mappings.map(&call, kPeer, 100, &freed, &a).is_ok());
+  mappings.end_call(&call);  // past `kept`: closed, but only later
+  EXPECT_EQ(deferred.size(), 1u);
+  EXPECT_EQ(driver.allocation_at(a), 100) << "the close was made at once";
+  void* b = nullptr;
+  const Status st = mappings.map(&call, kPeer, 101, &replacement, &b);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(ways_made, 1);
+  EXPECT_EQ(driver.allocation_at(b), 101);
+  EXPECT_EQ(driver.allocation_at(a), -1);
+  mappings.end_call(&call);
+  for (void* m : deferred) driver.close(m);
 }
 
 TEST(IpcMappings, ACachedBufferIsMappedOnce) {

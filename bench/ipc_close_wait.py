@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Whether cudaIpcCloseMemHandle waits for work on the GPU, as cudaFree does.
+
+efacoll closes a peer's mapping at once when it is idle (src/engine/ipc_mappings.cc), while it
+defers its own frees until none of its low-latency kernels is under way (a cudaFree waits for
+the device, and such a kernel may wait for a peer that is itself waiting). Whether the close
+waits too decides whether it must be deferred the same way. Two processes (mpirun -np 2, one
+GPU or two): rank 0 exports an allocation, rank 1 maps it, then closes the mapping while
+
+  idle            nothing runs on the GPU
+  own kernel      rank 1's own kernel spins on a non-blocking stream
+  exporter kernel rank 0's kernel spins (the memory's owner)
+  kernel on it    rank 1's kernel spins while reading the mapped memory (last: where the close
+                  does not wait, that kernel may fault)
+
+and, as the control that shows a wait can be seen, cudaFree of an allocation of rank 1's own
+(cudaMalloc'ed for it) while its own kernel spins. Each case N times; prints the median and the largest close time in ms.
+
+  mpirun -np 2 python3 bench/ipc_close_wait.py [--spin-ms 300] [--repeats 5]
+"""
+import argparse
+import statistics
+import sys
+import time
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+
+try:
+    import cupy as cp
+    from cupy.cuda import runtime
+    cp.cuda.Device(rank % runtime.getDeviceCount()).use()
+except Exception as e:  # no CuPy, no GPU: say so instead of failing
+    if rank == 0:
+        print(f"SKIP: no GPU ({e})")
+    sys.exit(0)
+
+# Spins for `ns` nanoseconds of the GPU's global timer; reading `data` keeps the mapping in use.
+SPIN = cp.RawKernel(r"""
+extern "C" __global__ void spin(unsigned long long ns, const int* data, int* sink) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  int acc = 0;
+  do {
+    if (data) acc += data[threadIdx.x];
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+  if (sink && acc == 0x7fffffff) *sink = acc;
+}
+""", "spin")
+
+
+def launch_spin(stream, ms, data_ptr=0):
+    with stream:
+        SPIN((1,), (32,), (cp.uint64(int(ms * 1e6)), cp.intp(data_ptr), cp.intp(0)))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--spin-ms", type=float, default=300.0)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    if size != 2:
+        if rank == 0:
+            print("needs exactly 2 ranks")
+        return 1
+    exported = cp.zeros(1 << 20, dtype=cp.int32) if rank == 0 else None
+    handle = runtime.ipcGetMemHandle(exported.data.ptr) if rank == 0 else None
+    handle = comm.bcast(handle, root=0)
+    stream = cp.cuda.Stream(non_blocking=True)
+    launch_spin(stream, 1.0)  # loads the module before any timing
+    stream.synchronize()
+    # Last: if the close does not wait, that kernel may fault on the unmapped memory.
+    cases = ["idle", "own kernel", "exporter kernel", "control: cudaFree", "kernel on it"]
+    times = {c: [] for c in cases}
+    for case in cases:
+        for _ in range(args.repeats):
+            mapped = runtime.ipcOpenMemHandle(handle) if rank == 1 else 0
+            comm.Barrier()
+            if case == "exporter kernel" and rank == 0:
+                launch_spin(stream, args.spin_ms)
+            if rank == 1:
+                if case == "own kernel" or case == "control: cudaFree":
+                    launch_spin(stream, args.spin_ms)
+                elif case == "kernel on it":
+                    launch_spin(stream, args.spin_ms, mapped)
+                own_ptr = runtime.malloc(4 << 20) if case == "control: cudaFree" else 0
+            comm.Barrier()  # the exporter's kernel is launched
+            if rank == 1:
+                time.sleep(0.01)  # the kernels are running
+                t0 = time.perf_counter()
+                if case == "control: cudaFree":
+                    runtime.free(own_ptr)
+                else:
+                    runtime.ipcCloseMemHandle(mapped)
+                times[case].append((time.perf_counter() - t0) * 1e3)
+                if case == "control: cudaFree":
+                    runtime.ipcCloseMemHandle(mapped)
+            stream.synchronize()
+            comm.Barrier()
+    if rank == 1:
+        props = runtime.getDeviceProperties(cp.cuda.Device().id)
+        print(f"# {props['name'].decode()}, driver {runtime.driverGetVersion()}, "
+              f"kernels spin {args.spin_ms:.0f} ms, {args.repeats} repeats, "
+              f"{runtime.getDeviceCount()} GPU(s) visible")
+        print(f"{'close while':<20} {'median ms':>10} {'max ms':>10}")
+        for case in cases:
+            print(f"{case:<20} {statistics.median(times[case]):>10.3f} "
+                  f"{max(times[case]):>10.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
