@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Whether cudaIpcCloseMemHandle waits for work on the GPU, as cudaFree does.
 
-efacoll closes a peer's mapping at once when it is idle (src/engine/ipc_mappings.cc), while it
-defers its own frees until none of its low-latency kernels is under way (a cudaFree waits for
-the device, and such a kernel may wait for a peer that is itself waiting). Whether the close
-waits too decides whether it must be deferred the same way. Two processes (mpirun -np 2, one
-GPU or two): rank 0 exports an allocation, rank 1 maps it, then closes the mapping while
+efacoll defers its own frees until none of its low-latency kernels is under way (a cudaFree
+waits for the device, and such a kernel may wait for a peer that is itself waiting). Whether
+closing a peer's mapping waits too decides whether the close must be deferred the same way
+(src/engine/gpu_memory_to_free.h). Two processes (mpirun -np 2, one GPU or two): rank 0
+exports an allocation, rank 1 maps it, then closes the mapping while
 
   idle            nothing runs on the GPU
   own kernel      rank 1's own kernel spins on a non-blocking stream

@@ -216,13 +216,12 @@ class Engine {
   std::unique_ptr<Transport> transport_;
   EngineConfig config_;
   std::unique_ptr<GpuRuntime> gpu_;
-  // Peers' buffers mapped through CUDA IPC, for every communicator (null without a GPU runtime);
-  // destroyed before gpu_, through which it closes them.
-  std::unique_ptr<IpcMappings> ipc_mappings_;
-  uint64_t process_key_ = 0;  // names this engine to its peers' IPC mappings
   // GPU memory given back while low-latency kernels were under way (null without a GPU runtime);
-  // declared before stages_, whose frees come here.
+  // declared before ipc_mappings_ and stages_, whose closes and frees come here.
   std::unique_ptr<GpuMemoryToFree> unused_gpu_memory_;
+  // Peers' buffers mapped through CUDA IPC, for every communicator (null without a GPU runtime).
+  std::unique_ptr<IpcMappings> ipc_mappings_;
+  uint64_t process_key_ = 0;      // names this engine to its peers' IPC mappings
   int ll_kernels_under_way_ = 0;  // under busy_
   // Under busy_. A phase that fails retires the slices it received into, and the call's later
   // phases, abandoned, still run in them: retired memory stays until such calls end.

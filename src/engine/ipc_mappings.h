@@ -7,8 +7,9 @@
 // Used under the engine's lock; under MPI_THREAD_MULTIPLE several GPU calls may be under way at
 // once (each lends the lock while it waits for peers), so "idle" means used by none of them.
 // `close` may defer the close (the engine's waits for its low-latency kernels, since
-// cudaIpcCloseMemHandle waits for the device: gpu_memory_to_free.h); `make_way` closes what was
-// deferred, at once, before a chunk is mapped again.
+// cudaIpcCloseMemHandle waits for this process's kernels: gpu_memory_to_free.h); `make_way`
+// closes what was deferred at once, before a chunk is mapped again, and so may wait for them
+// (the call would otherwise fail "already mapped", its peers having begun to map ours).
 #pragma once
 #include <cstdint>
 #include <functional>

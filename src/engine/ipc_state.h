@@ -68,6 +68,8 @@ struct IpcState {
   GpuRuntime* gpu = nullptr;
   IpcMappings* mappings = nullptr;  // the engine's: peers' user buffers
 
+  // Comm::take_gpu_memory hands both to the engine's deferred frees first: nothing is left here
+  // but where a communicator never got that far.
   ~IpcState() {
     for (size_t p = 0; p < peers.size(); ++p) {
       if (peers[p] && peers[p] != workspace) gpu->ipc_close(peers[p]);

@@ -188,6 +188,9 @@ TEST(ConcurrentComms, ThreadsFreeCommunicatorsWhileLowLatencyCallsWait) {
   ASSERT_TRUE(parse_algo_overrides("allreduce:ll", &setup.config.algo).is_ok());
   for (const auto& f : run_threads_on_own_comms(setup, calls)) ADD_FAILURE() << f;
   EXPECT_EQ(counts->frees_waited.load(), 0) << "frees waited for low-latency calls under way";
+  EXPECT_GT(counts->ipc_opens.load(), 0);
+  EXPECT_EQ(counts->ipc_closes.load(), counts->ipc_opens.load())
+      << "mappings leaked or closed twice";
 }
 
 // Rank 0 frees a communicator copy while its other thread's low-latency call waits for rank 1,
@@ -244,6 +247,8 @@ TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFree
   EXPECT_GT(while_waiting, 0u) << "the copy's memory was not counted while the call waited";
   EXPECT_EQ(after, 0u) << "memory was still waiting after the call ended";
   EXPECT_EQ(counts->frees_waited.load(), 0) << "a free waited for the low-latency call";
+  EXPECT_EQ(counts->ipc_closes.load(), counts->ipc_opens.load())
+      << "mappings leaked or closed twice";
 }
 
 // EFACOLL_IPC_LL_LEND=0 has the protocol's calls keep the lock (and their kernel the blocking

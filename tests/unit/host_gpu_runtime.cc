@@ -120,6 +120,7 @@ Status HostGpuRuntime::ipc_export(void* base, void* handle_out) {
 Status HostGpuRuntime::ipc_open(const void* handle, void** out) {
   if (!ipc_) return Status(Code::kUnsupported, "no CUDA IPC on host memory");
   std::memcpy(out, handle, sizeof(*out));
+  ++counts_->ipc_opens;
   return Status::ok();
 }
 

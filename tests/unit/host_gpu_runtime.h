@@ -34,6 +34,7 @@ class HostGpuRuntime : public GpuRuntime {
     std::atomic<int> ll_calls{0}, ll_most_at_once{0};
     std::atomic<int> ll_lent{0};       // low-latency calls that lent the lock (LlCall::lends_lock)
     std::atomic<int> frees_waited{0};  // frees (and IPC closes) that waited for a low-latency call
+    std::atomic<int> ipc_opens{0}, ipc_closes{0};  // every mapping opened must be closed once
     const bool keep_freed;
     mutable std::mutex memory_mutex;
     std::map<uintptr_t, size_t> live, freed;  // guarded by memory_mutex: sizes by address
@@ -57,7 +58,10 @@ class HostGpuRuntime : public GpuRuntime {
   Status ipc_open(const void* handle, void** out) override;
   // Waits as the frees do: cudaIpcCloseMemHandle waits for the process's kernels too (measured,
   // gpu_memory_to_free.h).
-  void ipc_close(void*) override { wait_for_kernels(); }
+  void ipc_close(void*) override {
+    wait_for_kernels();
+    ++counts_->ipc_closes;
+  }
   bool can_access_peer(int, int) override { return ipc_; }
   Status device_uuid(int device, std::string* out) override;
   Status zero(void* dst, size_t bytes) override;
