@@ -29,12 +29,7 @@ void expect_told_within_the_short_timeout(RankSetup setup, const char* algo);
 // An int32 sum of 1000 elements in place: what every rank of these tests calls.
 Status allreduce_in_place(RankContext& ctx) {
   Bytes out = make_input(DType::kInt32, ROp::kSum, ctx.rank, 1000);
-  CollArgs a;
-  a.recvbuf = out.data();
-  a.count = 1000;
-  a.dtype = DType::kInt32;
-  a.inplace = true;
-  return ctx.comm.run(a);
+  return run_int32_sum(ctx.comm, 1000, nullptr, MemKind::kHost, out.data(), MemKind::kHost);
 }
 
 void expect_told_within_the_short_timeout(const std::string& transport, const char* algo) {

@@ -302,14 +302,8 @@ TEST(LateWriteHier, AllreduceSliceIsRetiredWhenItsCrossNodePhaseStallsMidway) {
     wait_until(counted, kRanks);
     if (lossy) lossy->arm();
     failed_in[ctx.rank] = make_input(DType::kInt32, ROp::kSum, ctx.rank, count);
-    CollArgs a;
-    a.recvbuf = failed_in[ctx.rank].data();
-    a.count = count;
-    a.dtype = DType::kInt32;
-    a.inplace = true;
-    a.send_mem = a.recv_mem = MemKind::kDevice;
-    a.device = 0;
-    const Status st = ctx.comm.run(a);
+    const Status st = run_int32_sum(ctx.comm, count, nullptr, MemKind::kDevice,
+                                    failed_in[ctx.rank].data(), MemKind::kDevice);
     if (lossy) lossy->disarm();
     // Ranks 2 and 3 had every message they needed unless a stalled one held back a peer's.
     if (ctx.rank < kEarly && st.is_ok()) ctx.failures->push_back(me + ": the failed call passed");

@@ -200,19 +200,10 @@ void expect_later_calls_exact(const std::string& provider, const char* algo,
     if (!forced.is_ok()) return ctx.failures->push_back(forced.to_string());
     if (ctx.rank == 1) wait_until(first_done, 1);
     first[ctx.rank] = make_input(DType::kInt32, ROp::kSum, ctx.rank, count);
-    CollArgs a;
-    a.recvbuf = first[ctx.rank].data();
-    a.count = count;
-    a.dtype = DType::kInt32;
-    a.inplace = in_place;
-    if (!in_place) {
-      first_send[ctx.rank] = first[ctx.rank];
-      a.sendbuf = first_send[ctx.rank].data();
-    }
-    a.send_mem = run->send_memory;
-    a.recv_mem = run->recv_memory;
-    a.device = 0;
-    const Status st = ctx.comm.run(a);
+    if (!in_place) first_send[ctx.rank] = first[ctx.rank];
+    const Status st =
+        run_int32_sum(ctx.comm, count, in_place ? nullptr : first_send[ctx.rank].data(),
+                      run->send_memory, first[ctx.rank].data(), run->recv_memory);
     if (st.is_ok()) ctx.failures->push_back("rank " + std::to_string(ctx.rank) + ": call 0 passed");
     past_first_call.now();
     wait_until(first_done, n);

@@ -96,10 +96,15 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
 
 namespace {
 
-// An int32 sum allreduce of `count` elements on `send` into `recv` (in place: `send` unused),
-// each buffer told to be the given kind; "" when it ran, else the error.
-std::string run_int32_sum(Comm& comm, size_t count, bool in_place, uint8_t* send,
-                          MemKind send_memory, uint8_t* recv, MemKind recv_memory) {
+std::string compare_int32_sum(const Bytes& got, int nranks, size_t count) {
+  return compare(got, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
+}
+
+}  // namespace
+
+Status run_int32_sum(Comm& comm, size_t count, const uint8_t* send, MemKind send_memory,
+                     uint8_t* recv, MemKind recv_memory) {
+  const bool in_place = send == nullptr;
   CollArgs a;
   a.kind = CollKind::kAllreduce;
   a.sendbuf = in_place ? nullptr : send;
@@ -111,31 +116,22 @@ std::string run_int32_sum(Comm& comm, size_t count, bool in_place, uint8_t* send
   if (!in_place) a.send_mem = send_memory;
   a.recv_mem = recv_memory;
   if (is_gpu(recv_memory) || (!in_place && is_gpu(send_memory))) a.device = 0;
-  const Status st = comm.run(a);
-  return st.is_ok() ? "" : st.to_string();
+  return comm.run(a);
 }
-
-std::string compare_int32_sum(const Bytes& got, int nranks, size_t count) {
-  return compare(got, expected_reduction(DType::kInt32, ROp::kSum, nranks, count), DType::kInt32);
-}
-
-}  // namespace
 
 std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t count,
                                      MemKind memory) {
   Bytes buf = make_input(DType::kInt32, ROp::kSum, rank, count);
-  const std::string err =
-      run_int32_sum(comm, count, true, nullptr, MemKind::kHost, buf.data(), memory);
-  return err.empty() ? compare_int32_sum(buf, nranks, count) : err;
+  const Status st = run_int32_sum(comm, count, nullptr, MemKind::kHost, buf.data(), memory);
+  return st.is_ok() ? compare_int32_sum(buf, nranks, count) : st.to_string();
 }
 
 std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
                             MemKind recv_memory) {
   const Bytes input = make_input(DType::kInt32, ROp::kSum, rank, count);
   Bytes send = input, recv(input.size(), 0x5a);
-  const std::string err =
-      run_int32_sum(comm, count, false, send.data(), send_memory, recv.data(), recv_memory);
-  if (!err.empty()) return err;
+  const Status st = run_int32_sum(comm, count, send.data(), send_memory, recv.data(), recv_memory);
+  if (!st.is_ok()) return st.to_string();
   if (send != input) return "the send buffer changed";
   return compare_int32_sum(recv, nranks, count);
 }

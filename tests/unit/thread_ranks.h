@@ -73,6 +73,11 @@ struct RankContext {
 using RankBody = std::function<void(RankContext& ctx)>;
 std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody& body);
 
+// An int32 sum allreduce of `count` elements on `send` into `recv` (send null: in place), each
+// buffer told to be the given kind (a GPU kind: a call on device 0).
+Status run_int32_sum(Comm& comm, size_t count, const uint8_t* send, MemKind send_memory,
+                     uint8_t* recv, MemKind recv_memory);
+
 // Rank `rank`'s make_input (int32, sum, `count` elements) allreduced in place on `comm` and
 // checked against expected_reduction over `nranks`: "" when exact, else the error or the
 // difference. `memory`: what the call is told the buffer is (kDevice: a GPU call on device 0).
