@@ -6,7 +6,8 @@
 #   tsan      ThreadSanitizer over the unit tests where threads share engines and transports
 #             (CUDA off, build-tsan), then the MPI_THREAD_MULTIPLE test on tcp and shm; Open MPI
 #             is not built with it, so reports come from its code too: the MPI run fails only on
-#             a report with efacoll code at the top of a stack (tests/sanitize/tsan_ours.awk).
+#             a report with efacoll code at the top of a stack (tests/sanitize/tsan_ours.awk,
+#             which counts apart Open MPI's request waits on a thread's stack, reused after it).
 #   valgrind  memcheck over a short soak (communicators created and freed, registrations on
 #             every call, then MPI_Finalize) with the plain build's libefacoll.so preloaded;
 #             fails on any block definitely lost that efacoll allocated.
