@@ -34,6 +34,9 @@ EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
     out->retired_bytes_held = u.retired_bytes_held;
     out->retired_bytes_total = u.retired_bytes_total;
     out->gpu_bytes_awaiting_free = u.gpu_bytes_awaiting_free;
+    out->ipc_mappings_cached = u.ipc_mappings_cached;
+    out->ipc_mappings_capacity = u.ipc_mappings_capacity;
+    out->ipc_mappings_awaiting_close = u.ipc_mappings_awaiting_close;
     return 0;
   } catch (...) {
     return -1;

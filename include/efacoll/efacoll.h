@@ -40,9 +40,14 @@ typedef struct {
   size_t retired_bytes_total; /* retired since MPI_Init */
   size_t sub_communicators;   /* made for hierarchical calls (on declared or real nodes), freed
                                  with the communicators they serve; not in `communicators` */
-  size_t gpu_bytes_awaiting_free; /* efacoll's own GPU and pinned memory it no longer uses,
-                                     given back while its low-latency kernels ran: freed once
-                                     none runs (a free would wait for them) */
+  size_t gpu_bytes_awaiting_free;     /* efacoll's own GPU and pinned memory it no longer uses,
+                                         given back while its low-latency kernels ran: freed once
+                                         none runs (a free would wait for them) */
+  size_t ipc_mappings_cached;         /* peers' GPU buffers kept mapped (CUDA IPC) across calls */
+  size_t ipc_mappings_capacity;       /* kept at most, beside those calls under way use */
+  size_t ipc_mappings_awaiting_close; /* peers' buffers no longer used, mapped until none of
+                                         efacoll's low-latency kernels runs (a close would wait
+                                         for them): each keeps the peer's allocation alive */
 } efacoll_resource_usage;
 
 /* 0 on success, -1 when efacoll is inactive. */

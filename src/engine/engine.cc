@@ -350,7 +350,14 @@ ResourceUsage Engine::resource_usage() {
   }
   u.retired_bytes_held = retired_bytes_held_;
   u.retired_bytes_total = retired_bytes_total_;
-  if (unused_gpu_memory_) u.gpu_bytes_awaiting_free = unused_gpu_memory_->bytes();
+  if (unused_gpu_memory_) {
+    u.gpu_bytes_awaiting_free = unused_gpu_memory_->bytes();
+    u.ipc_mappings_awaiting_close = unused_gpu_memory_->ipc_mappings();
+  }
+  if (ipc_mappings_) {
+    u.ipc_mappings_cached = ipc_mappings_->cached();
+    u.ipc_mappings_capacity = kIpcMappingsKept;
+  }
   return u;
 }
 

@@ -56,6 +56,11 @@ struct GpuMemoryToFree {
     for (const Block& b : blocks) sum += b.bytes;
     return sum;
   }
+  size_t ipc_mappings() const {
+    size_t n = 0;
+    for (const Block& b : blocks) n += b.kind == Kind::kIpcMapping;
+    return n;
+  }
   void append(GpuMemoryToFree* more) {
     blocks.insert(blocks.end(), more->blocks.begin(), more->blocks.end());
     *more = GpuMemoryToFree();

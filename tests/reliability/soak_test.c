@@ -111,24 +111,29 @@ typedef struct {
   long mr_entries, mr_bytes, mr_capacity, comms, sub_comms;
   long engine_calls;
   long gpu_kib; /* GPU memory in use, the largest GPU's; -1 without --memory gpu */
+  long ipc_mappings, ipc_capacity, ipc_awaiting_close; /* peers' GPU buffers mapped here */
 } snapshot;
 
 static snapshot take_snapshot(const rk_tally* t, int gpu) {
   efacoll_resource_usage u;
   int have = efacoll_usage(&u) == 0;
   long sums[4] = {t->calls, t->mismatches, t->errors, (long)efacoll_engine_calls()};
-  long maxes[8] = {rss_now_kib(),
-                   rss_peak_kib(),
-                   have ? (long)u.mr_cache_entries : 0,
-                   have ? (long)u.mr_cache_bytes : 0,
-                   have ? (long)u.mr_cache_capacity : 0,
-                   have ? (long)u.communicators : 0,
-                   have ? (long)u.sub_communicators : 0,
-                   gpu ? (long)(gm_used_bytes() / 1024) : -1};
-  long s[4], m[8];
+  long maxes[11] = {rss_now_kib(),
+                    rss_peak_kib(),
+                    have ? (long)u.mr_cache_entries : 0,
+                    have ? (long)u.mr_cache_bytes : 0,
+                    have ? (long)u.mr_cache_capacity : 0,
+                    have ? (long)u.communicators : 0,
+                    have ? (long)u.sub_communicators : 0,
+                    gpu ? (long)(gm_used_bytes() / 1024) : -1,
+                    have ? (long)u.ipc_mappings_cached : 0,
+                    have ? (long)u.ipc_mappings_capacity : 0,
+                    have ? (long)u.ipc_mappings_awaiting_close : 0};
+  long s[4], m[11];
   PMPI_Allreduce(sums, s, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  PMPI_Allreduce(maxes, m, 8, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4], m[5], m[6], s[3], m[7]};
+  PMPI_Allreduce(maxes, m, 11, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  snapshot r = {s[0], s[1], s[2], m[0], m[1], m[2], m[3], m[4],
+                m[5], m[6], s[3], m[7], m[8], m[9], m[10]};
   return r;
 }
 
@@ -140,7 +145,11 @@ static void print_snapshot(const char* when, long done, double secs, const snaps
       when, done, secs, s->calls, s->engine_calls, s->mismatches, s->errors, s->rss_kib / 1024.0,
       s->peak_kib / 1024.0, s->mr_entries, s->mr_capacity, s->mr_bytes / 1048576.0, s->comms,
       s->sub_comms);
-  if (s->gpu_kib >= 0) printf(" | GPU memory in use %.1f MiB", s->gpu_kib / 1024.0);
+  if (s->gpu_kib >= 0) {
+    printf(
+        " | GPU memory in use %.1f MiB | peers' buffers mapped %ld (cap %ld), %ld awaiting close",
+        s->gpu_kib / 1024.0, s->ipc_mappings, s->ipc_capacity, s->ipc_awaiting_close);
+  }
   printf("\n");
   fflush(stdout);
 }
@@ -253,6 +262,12 @@ int main(int argc, char** argv) {
                o.slots + 1);
         failed = 1;
       }
+      /* One thread: every mapping is idle between calls, and none waits for a kernel. */
+      if (s.ipc_mappings > s.ipc_capacity || s.ipc_awaiting_close > 0) {
+        printf("FAIL: %ld peers' buffers stay mapped (cap %ld), %ld more await their close\n",
+               s.ipc_mappings, s.ipc_capacity, s.ipc_awaiting_close);
+        failed = 1;
+      }
       if (s.sub_comms > 2 * s.comms) {
         printf("FAIL: efacoll holds %ld sub-communicators for %ld communicators (2 each at most)\n",
                s.sub_comms, s.comms);
@@ -269,10 +284,17 @@ int main(int argc, char** argv) {
     printf("communicators created and freed during the run: %ld\n", created);
     printf("after freeing them: efacoll holds %ld communicator(s) (+%ld sub), MR cache %ld entries",
            end.comms, end.sub_comms, end.mr_entries);
-    if (o.gpu) printf(", GPU memory in use %.1f MiB", end.gpu_kib / 1024.0);
+    if (o.gpu) {
+      printf(", GPU memory in use %.1f MiB, peers' buffers mapped %ld, %ld awaiting close",
+             end.gpu_kib / 1024.0, end.ipc_mappings, end.ipc_awaiting_close);
+    }
     printf("\n");
     if (end.comms > 1 || end.sub_comms > 2) {
       printf("FAIL: efacoll still holds communicators that MPI freed\n");
+      failed = 1;
+    }
+    if (end.ipc_awaiting_close > 0) {
+      printf("FAIL: mappings of freed communicators' peer workspaces were never closed\n");
       failed = 1;
     }
     if (end.mismatches || end.errors) failed = 1;

@@ -194,9 +194,10 @@ TEST(ConcurrentComms, ThreadsFreeCommunicatorsWhileLowLatencyCallsWait) {
 }
 
 // Rank 0 frees a communicator copy while its other thread's low-latency call waits for rank 1,
-// which calls only after that: the copy's memory waits in the engine, efacoll_get_resource_usage
-// counts it (gpu_bytes_awaiting_free), and it is freed when the call ends. A free made at once
-// would wait for that call, and so for rank 1, until the timeout.
+// which calls only after that: the copy's memory and its mappings of rank 1's workspace wait in
+// the engine, efacoll_get_resource_usage counts them (gpu_bytes_awaiting_free,
+// ipc_mappings_awaiting_close), and they are freed and closed when the call ends. A free or close
+// made at once would wait for that call, and so for rank 1, until the timeout.
 TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFreed) {
   auto counts = std::make_shared<HostGpuRuntime::Counts>();
   Calls calls;
@@ -205,7 +206,7 @@ TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFree
   constexpr int kRanks = 2;
   constexpr size_t kCount = 100;
   std::atomic<bool> copy_freed{false};
-  size_t while_waiting = 0, after = 0;
+  ResourceUsage while_waiting, after;
   const auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
     std::unique_ptr<Comm> copy;
     const Status made = c.engine.create_comm(c.bootstrap, &copy);
@@ -232,10 +233,10 @@ TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFree
       while (counts->ll_calls.load() == started && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       copy.reset();
-      while_waiting = c.engine.resource_usage().gpu_bytes_awaiting_free;
+      while_waiting = c.engine.resource_usage();
       copy_freed = true;
       waiting.join();
-      after = c.engine.resource_usage().gpu_bytes_awaiting_free;
+      after = c.engine.resource_usage();
       if (!waiting_wrong.empty()) c.failures->push_back(waiting_wrong);
       return;
     }
@@ -244,8 +245,13 @@ TEST(ConcurrentComms, MemoryGivenBackWhileALowLatencyCallWaitsIsCountedUntilFree
     if (!wrong.empty()) c.failures->push_back(wrong);
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
-  EXPECT_GT(while_waiting, 0u) << "the copy's memory was not counted while the call waited";
-  EXPECT_EQ(after, 0u) << "memory was still waiting after the call ended";
+  EXPECT_GT(while_waiting.gpu_bytes_awaiting_free, 0u)
+      << "the copy's memory was not counted while the call waited";
+  EXPECT_GT(while_waiting.ipc_mappings_awaiting_close, 0u)
+      << "the copy's mappings were not counted while the call waited";
+  EXPECT_EQ(after.gpu_bytes_awaiting_free, 0u) << "memory was still waiting after the call ended";
+  EXPECT_EQ(after.ipc_mappings_awaiting_close, 0u)
+      << "mappings were still waiting after the call ended";
   EXPECT_EQ(counts->frees_waited.load(), 0) << "a free waited for the low-latency call";
   EXPECT_EQ(counts->ipc_closes.load(), counts->ipc_opens.load())
       << "mappings leaked or closed twice";
