@@ -14,7 +14,8 @@ exports an allocation, rank 1 maps it, then closes the mapping while
                   does not wait, that kernel may fault)
 
 and, as the control that shows a wait can be seen, cudaFree of an allocation of rank 1's own
-(cudaMalloc'ed for it) while its own kernel spins. Each case N times; prints the median and the largest close time in ms.
+(cudaMalloc'ed for it) while its own kernel spins. Each case N times; prints the median and the largest close
+time in ms.
 
   mpirun -np 2 python3 bench/ipc_close_wait.py [--spin-ms 300] [--repeats 5]
 """
@@ -37,24 +38,7 @@ except Exception as e:  # no CuPy, no GPU: say so instead of failing
         print(f"SKIP: no GPU ({e})")
     sys.exit(0)
 
-# Spins for `ns` nanoseconds of the GPU's global timer; reading `data` keeps the mapping in use.
-SPIN = cp.RawKernel(r"""
-extern "C" __global__ void spin(unsigned long long ns, const int* data, int* sink) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  int acc = 0;
-  do {
-    if (data) acc += data[threadIdx.x];
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-  if (sink && acc == 0x7fffffff) *sink = acc;
-}
-""", "spin")
-
-
-def launch_spin(stream, ms, data_ptr=0):
-    with stream:
-        SPIN((1,), (32,), (cp.uint64(int(ms * 1e6)), cp.intp(data_ptr), cp.intp(0)))
+from gpu_spin import launch_spin  # noqa: E402 (needs CuPy, checked above)
 
 
 def main():

@@ -131,7 +131,9 @@ struct LlCall {
   bool packed = false;  // packed words (see kLlPackedMaxBytes)
   uint64_t timeout_ns = 0;
   // The caller lends its process's lock while the kernel waits: other threads' calls run
-  // meanwhile, and their copies on the legacy stream must not wait for this kernel.
+  // meanwhile, and their copies on the legacy stream must not wait for this kernel (even a
+  // synchronisation of the legacy stream with nothing queued there waits for kernels on blocking
+  // streams: 190 ms behind a 200 ms kernel, bench/cuda_call_wait.py on one H200, 2026-12-04).
   bool lends_lock = false;
 };
 
