@@ -1,5 +1,7 @@
 #include "core/late_sends.h"
 
+#include <thread>
+
 #include "common/kept_alive.h"
 #include "common/log.h"
 
@@ -57,6 +59,16 @@ void LateSends::retry() {
   while (!sends_.empty() && sends_.front()->done) {
     sends_.pop_front();
     --count_;
+  }
+}
+
+void LateSends::flush(Clock::duration at_most) {
+  const auto until = Clock::now() + at_most;
+  while (count_.load() > 0 && Clock::now() < until) {
+    retry();
+    int completed = 0;
+    transport_->progress(&completed);
+    if (completed == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -28,6 +28,11 @@ class LateSends {
            Clock::time_point not_before = Clock::time_point());
   // Posts what the provider now takes, drops what is past its deadline. Cheap when empty.
   void retry();
+  // Before the transport closes: posts what is still due (each once its not-before time comes)
+  // and progresses the provider until all of it completes, for `at_most` at most. Without it, a
+  // process that ends soon after a failed call, or whose idle progress is off, never sends the
+  // notice it was to send again, and its peers wait out their own timeouts.
+  void flush(Clock::duration at_most);
 
  private:
   struct Send : Completion {

@@ -23,6 +23,8 @@ namespace efacoll {
 namespace {
 
 constexpr size_t kIpcMappingsKept = 64;  // peers' user buffers kept mapped between calls
+// A notice told again waits 200 ms at most (PeerWatch::tell_again_later); then its delivery.
+constexpr auto kLateNoticesAtClose = std::chrono::milliseconds(500);
 
 }  // namespace
 
@@ -105,6 +107,7 @@ Engine::~Engine() {
   watchdog_wake_.notify_all();
   if (idle_progress_.joinable()) idle_progress_.join();
   if (watchdog_.joinable()) watchdog_.join();
+  late_sends_->flush(kLateNoticesAtClose);
   mr_cache_.reset();
   stages_.reset();        // its frees come back here (give_back_gpu_memory)
   ipc_mappings_.reset();  // and its closes

@@ -202,6 +202,34 @@ TEST(GiveUp, ANoticeLostWithABrokenLinkIsSentAgain) {
   EXPECT_LT(seconds, kLong.count() / 2000.0) << "rank 1 learnt it from its own timeout";
 }
 
+// The same lost notice, where rank 0 has no idle progress and closes its engine (as a process
+// that ends) as soon as its call fails, before the notice is due again: the engine sends it
+// before its endpoint closes. Before 2026-12-04 it was dropped, and rank 1 waited out its
+// timeout.
+TEST(GiveUp, ANoticeDueAgainWhenTheEngineClosesIsSentBeforeItCloses) {
+  RankSetup setup;
+  setup.config.timeout = kLong;
+  setup.config.idle_progress = std::chrono::microseconds(0);
+  setup.close_together = false;
+  setup.wrap = [](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    if (rank != 0) return t;
+    return std::make_unique<LinkDropsOnce>(std::move(t), std::chrono::milliseconds(100));
+  };
+  std::vector<Status> results(2);
+  const auto start = std::chrono::steady_clock::now();
+  auto failures =
+      run_ranks(2, setup, [&](RankContext& ctx) { results[ctx.rank] = allreduce_in_place(ctx); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  EXPECT_NE(results[0].message().find("link dropped (injected)"), std::string::npos)
+      << results[0].to_string();
+  EXPECT_NE(results[1].message().find("rank 0 gave up on this call after an error"),
+            std::string::npos)
+      << results[1].to_string();
+  EXPECT_LT(seconds, kLong.count() / 2000.0) << "rank 1 learnt it from its own timeout";
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace efacoll

@@ -82,6 +82,7 @@ std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody
       }
       RankContext ctx{r, n, engine, bootstrap, *comm, &failures[r]};
       body(ctx);
+      if (!setup.close_together) return;
       // Keep every endpoint open until all ranks are done with it.
       uint8_t dummy = 0;
       std::vector<uint8_t> all(n);

@@ -57,6 +57,9 @@ struct RankSetup {
   std::function<std::unique_ptr<Transport>(int rank, std::unique_ptr<Transport>)> wrap;
   // One rank's GPU runtime (none: GPU buffers are refused).
   std::function<std::unique_ptr<GpuRuntime>(int rank)> gpu;
+  // false: a rank's engine (and endpoint) closes as soon as its body returns, as a process that
+  // ends, instead of once every rank is done.
+  bool close_together = true;
 };
 
 struct RankContext {
