@@ -30,7 +30,10 @@ run_asan() {
   if cmake --build "$build" --target help | grep -c efacoll_mpi_fortran_test >/dev/null; then
     cmake --build "$build" -j"${JOBS:-2}" --target efacoll_mpi_fortran_test
   fi
-  export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
+  # Stack use after return too: a call's executor lives on its caller's stack, and other threads
+  # may run its completions while it lends the lock; one that came after the call returned is
+  # what ThreadSanitizer cannot tell from Open MPI's request waits (tsan_ours.awk).
+  export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1
   export LSAN_OPTIONS=suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=1
   local t0=$SECONDS
   # Left out: on udp;ofi_rxd a truncated send never completes, the test skips without waiting
