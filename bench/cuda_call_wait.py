@@ -9,13 +9,16 @@ two): rank 0 exports an allocation; rank 1 times each call while
 
   idle           nothing runs on the GPU
   own, apart     rank 1's kernel spins on a non-blocking stream
-  own, blocking  rank 1's kernel spins on a blocking stream (as efacoll's low-latency kernels)
+  own, blocking  rank 1's kernel spins on a blocking stream (as a low-latency call's that keeps
+                 the engine's lock; one that lends it runs on a non-blocking stream)
   exporter       rank 0's kernel spins (only for the open of its memory)
 
 Calls: cudaIpcOpenMemHandle (rank 0's memory), cudaIpcGetMemHandle (of a new allocation),
-cudaMalloc and cudaHostAlloc (4 MiB), stream and event creation, cudaPointerGetAttributes,
-cudaStreamSynchronize of the legacy default stream (nothing queued there), and a 4 KiB copy on
-a non-blocking stream of its own. Each N times; prints median and largest times in ms.
+cudaMalloc and cudaHostAlloc (4 MiB; default flags, where efacoll's are portable and sometimes
+mapped), stream and event creation, the runtime's cudaPointerGetAttributes (efacoll asks the
+driver's cuPointerGetAttributes), cudaStreamSynchronize of the legacy default stream (nothing
+queued there), and a 4 KiB copy on a non-blocking stream of its own. Each N times; prints
+median and largest times in ms.
 
   mpirun -np 2 python3 bench/cuda_call_wait.py [--spin-ms 200] [--repeats 3]
 """
@@ -24,21 +27,7 @@ import statistics
 import sys
 import time
 
-from mpi4py import MPI
-
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-
-try:
-    import cupy as cp
-    from cupy.cuda import runtime
-    cp.cuda.Device(rank % runtime.getDeviceCount()).use()
-except Exception as e:  # no CuPy, no GPU: say so instead of failing
-    if rank == 0:
-        print(f"SKIP: no GPU ({e})")
-    sys.exit(0)
-
-from gpu_spin import launch_spin  # noqa: E402 (needs CuPy, checked above)
+from gpu_ranks import comm, cp, launch_spin, rank, runtime, size
 
 MIB4 = 4 << 20
 

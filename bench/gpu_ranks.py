@@ -1,6 +1,21 @@
-"""A kernel that keeps the GPU busy for a given time, for the benches that ask whether a CUDA
-call waits for running kernels (ipc_close_wait.py, cuda_call_wait.py)."""
-import cupy as cp
+"""MPI ranks with a GPU each (CuPy), and a kernel that keeps the GPU busy for a given time: for
+the benches that ask whether a CUDA call waits for running kernels (ipc_close_wait.py,
+cuda_call_wait.py). Where CuPy or a GPU is missing, importing this says SKIP and exits."""
+import sys
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+
+try:
+    import cupy as cp
+    from cupy.cuda import runtime
+    cp.cuda.Device(rank % runtime.getDeviceCount()).use()
+except Exception as e:  # no CuPy, no GPU: say so instead of failing
+    if rank == 0:
+        print(f"SKIP: no GPU ({e})")
+    sys.exit(0)
 
 # Spins for `ns` nanoseconds of the GPU's global timer; reading `data` keeps that memory in use.
 SPIN = cp.RawKernel(r"""

@@ -14,8 +14,8 @@ exports an allocation, rank 1 maps it, then closes the mapping while
                   does not wait, that kernel may fault)
 
 and, as the control that shows a wait can be seen, cudaFree of an allocation of rank 1's own
-(cudaMalloc'ed for it) while its own kernel spins. Each case N times; prints the median and the largest close
-time in ms.
+(cudaMalloc'ed for it) while its own kernel spins. Each case N times; prints the median and
+the largest close time in ms.
 
   mpirun -np 2 python3 bench/ipc_close_wait.py [--spin-ms 300] [--repeats 5]
 """
@@ -24,21 +24,7 @@ import statistics
 import sys
 import time
 
-from mpi4py import MPI
-
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-
-try:
-    import cupy as cp
-    from cupy.cuda import runtime
-    cp.cuda.Device(rank % runtime.getDeviceCount()).use()
-except Exception as e:  # no CuPy, no GPU: say so instead of failing
-    if rank == 0:
-        print(f"SKIP: no GPU ({e})")
-    sys.exit(0)
-
-from gpu_spin import launch_spin  # noqa: E402 (needs CuPy, checked above)
+from gpu_ranks import comm, cp, launch_spin, rank, runtime, size
 
 
 def main():
