@@ -43,7 +43,9 @@ typedef struct {
   size_t gpu_bytes_awaiting_free;     /* efacoll's own GPU and pinned memory it no longer uses,
                                          given back while its low-latency kernels ran: freed once
                                          none runs (a free would wait for them) */
-  size_t ipc_mappings_cached;         /* peers' GPU buffers kept mapped (CUDA IPC) across calls */
+  size_t ipc_mappings_cached;         /* peers' user buffers kept mapped (CUDA IPC) across calls;
+                                         not the communicators' workspaces, mapped while they
+                                         live */
   size_t ipc_mappings_capacity;       /* kept at most, beside those calls under way use */
   size_t ipc_mappings_awaiting_close; /* peers' buffers no longer used, mapped until none of
                                          efacoll's low-latency kernels runs (a close would wait

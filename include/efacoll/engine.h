@@ -145,7 +145,8 @@ struct ResourceUsage {
   size_t retired_bytes_held = 0, retired_bytes_total = 0;
   // Given back while low-latency kernels ran, not yet freed (Engine::give_back_gpu_memory).
   size_t gpu_bytes_awaiting_free = 0;
-  // Peers' buffers mapped through CUDA IPC: kept across calls, and no longer used but waiting,
+  // Peers' memory mapped through CUDA IPC: user buffers kept across calls (IpcMappings' cache),
+  // and any mapping (a workspace's too) no longer used but waiting,
   // as frees do, to be closed (they count 0 bytes above: the memory is the peer's).
   size_t ipc_mappings_cached = 0, ipc_mappings_capacity = 0, ipc_mappings_awaiting_close = 0;
 };

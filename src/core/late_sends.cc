@@ -1,9 +1,8 @@
 #include "core/late_sends.h"
 
-#include <thread>
-
 #include "common/kept_alive.h"
 #include "common/log.h"
+#include "core/executor.h"
 
 namespace efacoll {
 
@@ -64,11 +63,20 @@ void LateSends::retry() {
 
 void LateSends::flush(Clock::duration at_most) {
   const auto until = Clock::now() + at_most;
+  IdleBackoff backoff;
   while (count_.load() > 0 && Clock::now() < until) {
     retry();
     int completed = 0;
-    transport_->progress(&completed);
-    if (completed == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const Status st = transport_->progress(&completed);
+    if (!st.is_ok()) {
+      EFACOLL_TRACE(kNet, "late notices left unsent at close: %s", st.message().c_str());
+      return;
+    }
+    if (completed > 0) {
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
   }
 }
 

@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
       failed = 1;
     }
     if (end.ipc_awaiting_close > 0) {
-      printf("FAIL: mappings of freed communicators' peer workspaces were never closed\n");
+      printf("FAIL: peers' buffers mapped here still await their close with no call under way\n");
       failed = 1;
     }
     if (end.mismatches || end.errors) failed = 1;
