@@ -22,12 +22,11 @@ median and largest times in ms.
 
   mpirun -np 2 python3 bench/cuda_call_wait.py [--spin-ms 200] [--repeats 3]
 """
-import argparse
 import statistics
 import sys
 import time
 
-from gpu_ranks import comm, cp, launch_spin, rank, runtime, size
+from gpu_ranks import comm, cp, launch_spin, rank, runtime, share_allocation, two_ranks_args
 
 MIB4 = 4 << 20
 
@@ -70,16 +69,10 @@ def probes(handle, scratch, copy_stream):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--spin-ms", type=float, default=200.0)
-    p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
-    if size != 2:
-        if rank == 0:
-            print("needs exactly 2 ranks")
+    args = two_ranks_args(spin_ms=200.0, repeats=3)
+    if args is None:
         return 1
-    exported = cp.zeros(1 << 20, dtype=cp.int32) if rank == 0 else None
-    handle = comm.bcast(runtime.ipcGetMemHandle(exported.data.ptr) if rank == 0 else None, 0)
+    exported, handle = share_allocation()  # noqa: F841 (kept alive while rank 1 maps it)
     apart = cp.cuda.Stream(non_blocking=True)
     blocking = cp.cuda.Stream(non_blocking=False)
     copy_stream = cp.cuda.Stream(non_blocking=True)

@@ -19,26 +19,18 @@ the largest close time in ms.
 
   mpirun -np 2 python3 bench/ipc_close_wait.py [--spin-ms 300] [--repeats 5]
 """
-import argparse
 import statistics
 import sys
 import time
 
-from gpu_ranks import comm, cp, launch_spin, rank, runtime, size
+from gpu_ranks import comm, cp, launch_spin, rank, runtime, share_allocation, two_ranks_args
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--spin-ms", type=float, default=300.0)
-    p.add_argument("--repeats", type=int, default=5)
-    args = p.parse_args()
-    if size != 2:
-        if rank == 0:
-            print("needs exactly 2 ranks")
+    args = two_ranks_args(spin_ms=300.0, repeats=5)
+    if args is None:
         return 1
-    exported = cp.zeros(1 << 20, dtype=cp.int32) if rank == 0 else None
-    handle = runtime.ipcGetMemHandle(exported.data.ptr) if rank == 0 else None
-    handle = comm.bcast(handle, root=0)
+    exported, handle = share_allocation()  # noqa: F841 (kept alive while rank 1 maps it)
     stream = cp.cuda.Stream(non_blocking=True)
     launch_spin(stream, 1.0)  # loads the module before any timing
     stream.synchronize()
