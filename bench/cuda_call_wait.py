@@ -9,8 +9,9 @@ two): rank 0 exports an allocation; rank 1 times each call while
 
   idle           nothing runs on the GPU
   own, apart     rank 1's kernel spins on a non-blocking stream
-  own, blocking  rank 1's kernel spins on a blocking stream (as a low-latency call's that keeps
-                 the engine's lock; one that lends it runs on a non-blocking stream)
+  own, blocking  rank 1's kernel spins on a blocking stream (as the kernel of a low-latency call
+                 that keeps the engine's lock does; one that lends it runs on a non-blocking
+                 stream)
   exporter       rank 0's kernel spins (only for the open of its memory)
 
 Calls: cudaIpcOpenMemHandle (rank 0's memory), cudaIpcGetMemHandle (of a new allocation),

@@ -47,7 +47,8 @@ typedef struct {
                                          not the communicators' workspaces, mapped while they
                                          live */
   size_t ipc_mappings_capacity;       /* kept at most, beside those calls under way use */
-  size_t ipc_mappings_awaiting_close; /* peers' buffers no longer used, mapped until none of
+  size_t ipc_mappings_awaiting_close; /* peers' memory (user buffers, workspaces) no longer
+                                         used, mapped until none of
                                          efacoll's low-latency kernels runs (a close would wait
                                          for them): each keeps the peer's allocation alive */
 } efacoll_resource_usage;

@@ -30,7 +30,10 @@ expect 1 0 "the reader's stack restored" \
 expect 1 0 "memory on the reader's stack" 's/Location is stack of thread T5\./Location is stack of thread T6./'
 expect 1 0 "a heap block" 's/Location is stack of thread T5\./Location is heap block of size 64 at 0x1 allocated by thread T6:/'
 expect 1 0 "a previous write" 's/Previous atomic read of size 1/Previous write of size 1/'
-expect 1 0 "a reader that efacoll made (its progress or watchdog thread)" \
-  's|^    #1 main /repo/tests/reliability/threads_test.c:170 (efacoll_threads_test+0x391f)$|&\n    #1 efacoll::Engine::Engine() /repo/src/engine/engine.cc:68 (libefacoll.so+0x1)|'
+made_by='s|^    #1 main /repo/tests/reliability/threads_test.c:170 (efacoll_threads_test+0x391f)$|&\n    #1 efacoll::Engine::Engine() /repo/src/engine/engine.cc:68 (libefacoll.so+0x1)|'
+expect 1 0 "a reader that efacoll made (its progress or watchdog thread)" "/^  Thread T6 (/,/^\$/ $made_by"
+expect 0 1 "the writer made by efacoll, the reader not" "/^  Thread T5 (/,/^\$/ $made_by"
+expect 1 0 "a named reader that efacoll made" "s/^  Thread T6 (/  Thread T6 'progress' (/; /^  Thread T6 /,/^\$/ $made_by"
+expect 1 0 "a reader whose creation is unknown" '/^  Thread T6 (/,/^$/d'
 expect 0 0 "no efacoll frame on top" 's|^    #0 check_count /repo/mpi_shim/shim_args.cc:88 (libefacoll.so+0x2a7e7)|    #0 <null> <null> (mca_pml_ob1.so+0x10)|'
 exit $failed
