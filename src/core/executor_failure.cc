@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "core/call_signature.h"
 #include "core/executor_state.h"
+#include "core/late_sends.h"
 #include "transport/tag.h"
 
 namespace efacoll {
@@ -194,8 +195,11 @@ Status Executor::fail_with_cleanup(Status error) {
     if (!ctx_.transport->progress(&n).is_ok() || !ctx_.local->progress(&m).is_ok()) break;
     if (n + m == 0) backoff.idle();
   }
-  if (watch_.telling() && ctx_.late_sends)
-    watch_.hand_off_untold(ctx_.late_sends, std::chrono::steady_clock::now() + ctx_.timeout);
+  if (watch_.telling() && ctx_.late_sends) {
+    const std::chrono::steady_clock::duration tried =
+        std::max<std::chrono::steady_clock::duration>(ctx_.timeout, LateSends::kTriedAtLeast);
+    watch_.hand_off_untold(ctx_.late_sends, std::chrono::steady_clock::now() + tried);
+  }
   // After the drain, which may have failed more of them.
   if (ctx_.late_sends) watch_.tell_again_later(links_in_doubt_, ctx_.late_sends);
   if (ctx_.late_write_targets) *ctx_.late_write_targets |= late_write_targets();

@@ -18,6 +18,11 @@ namespace efacoll {
 class LateSends {
  public:
   using Clock = std::chrono::steady_clock;
+  // How long a notice the provider turned away is tried at least, whatever the rank's own
+  // timeout: its peers may wait longer than it (their own EFACOLL_TIMEOUT), and tcp;ofi_rxm,
+  // still connecting to a peer the rank had not yet sent to, turned notices away for over a
+  // second under ThreadSanitizer (its queue full to that peer), past a 1 s timeout.
+  static constexpr std::chrono::seconds kTriedAtLeast{10};
   explicit LateSends(Transport* transport) : transport_(transport) {}
   LateSends(const LateSends&) = delete;
   LateSends& operator=(const LateSends&) = delete;

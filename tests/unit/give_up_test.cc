@@ -132,6 +132,20 @@ TEST(GiveUp, NoticesTheProviderTurnsAwayAtTheTimeoutStillGoOut) {
   for (const char* algo : {"ring", "rd"}) expect_told_within_the_short_timeout(setup, algo);
 }
 
+// The same, held back for twice rank 1's own timeout: the engine keeps trying them longer than
+// that (LateSends::kTriedAtLeast), since the others' timeouts are longer. Before 2026-12-04 they
+// were dropped after rank 1's timeout, and the others waited out their own (seen about once in
+// 15 runs of PeersOfARankThatTimesOutErrWithItOverTcp under ThreadSanitizer, three at once:
+// tcp;ofi_rxm turned rank 1's notices to rank 3 away, its queue to rank 3 full, up to 800 times).
+TEST(GiveUp, NoticesTheProviderTurnsAwayPastTheRanksTimeoutStillGoOut) {
+  RankSetup setup;
+  setup.wrap = [](int rank, std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
+    if (rank != 1) return t;
+    return std::make_unique<NoticesHeldBack>(std::move(t), 2 * kShort);
+  };
+  for (const char* algo : {"ring", "rd"}) expect_told_within_the_short_timeout(setup, algo);
+}
+
 // tcp;ofi_rxm after a message too long for its receive: the connection drops, the send under
 // way fails, and what is sent to that peer just after may complete without arriving. Here the
 // rank's first message of a call fails so (nothing is delivered), and for `outage` after it
