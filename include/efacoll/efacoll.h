@@ -48,9 +48,9 @@ typedef struct {
                                          live */
   size_t ipc_mappings_capacity;       /* kept at most, beside those calls under way use */
   size_t ipc_mappings_awaiting_close; /* peers' memory (user buffers, workspaces) no longer
-                                         used, mapped until none of
-                                         efacoll's low-latency kernels runs (a close would wait
-                                         for them): each keeps the peer's allocation alive */
+                                         used, mapped until none of efacoll's low-latency kernels
+                                         runs (a close would wait for them): each keeps the
+                                         peer's allocation alive */
 } efacoll_resource_usage;
 
 /* 0 on success, -1 when efacoll is inactive. */
