@@ -108,7 +108,7 @@
   X(kTune, "EFACOLL_TUNE", kText, "auto",                                                         \
     "Where the cost model's parameters come from: auto (p4d or p5 defaults on those instances, "  \
     "local defaults elsewhere), calibrate (each communicator measures its links, then every "     \
-    "algorithm at 8 KiB-2 MiB, at creation), p4d, p5, local, file:PATH (key = value lines, see "  \
+    "algorithm at 64 B-2 MiB, at creation), p4d, p5, local, file:PATH (key = value lines, see "   \
     "docs/model.md), or off (no model: recursive algorithms up to EFACOLL_RD_MAX_BYTES, the "     \
     "ring above). EFACOLL_DEBUG=TRACE with SUBSYS TUNE explains each choice.")                    \
   X(kTuneTrials, "EFACOLL_TUNE_TRIALS", kText, "auto",                                            \

@@ -24,8 +24,12 @@ Status Comm::calibrate_algorithms() {
   // below cannot price (4 ranks, a quiet 16-core host: a 1 MiB reduce-scatter ring in 64 KiB
   // chunks ran 1.2-1.7x its prediction on tcp, recursive halving 0.75-1.0x, and the ring, the
   // pick, was 1.15-1.20x slower in every run).
-  static constexpr size_t kSizes[] = {8 << 10,   16 << 10,  32 << 10, 64 << 10, 128 << 10,
-                                      256 << 10, 512 << 10, 1 << 20,  2 << 20};
+  // 64 B, 512 B and 4 KiB: latency-bound calls, whose steps the link figures price alike
+  // whatever the pattern (4 ranks on a quiet 16-core host, shm: a reduce-scatter of 64 B-1 KiB
+  // by recursive halving ran 10.7-13.5 us, predicted 8.8-9.4, and the ring, predicted 11.5-11.9,
+  // ran 1.11-1.22x faster in runs that picked halving).
+  static constexpr size_t kSizes[] = {64,       512,       4 << 10,   8 << 10,   16 << 10, 32 << 10,
+                                      64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20,  2 << 20};
   // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
   // stretch of the machine then falls on all of them alike, and a median over 15 repeats
   // outlasts it (7 from 1 MiB, where a call lasts a millisecond or more).
@@ -47,14 +51,21 @@ Status Comm::calibrate_algorithms() {
     for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kRecursive}) {
       if (algo_applies(algo, kind, hier_per_node_ > 0)) algos.push_back(algo);
     }
-    for (size_t bytes : kSizes) {
+    size_t last_bytes = 0;
+    for (size_t size : kSizes) {
+      // At least one element per rank for the collectives that divide the vector.
+      const size_t count = kind == CollKind::kAllreduce
+                               ? size / sizeof(float)
+                               : std::max(size / sizeof(float) / size_, size_t{1}) * size_;
+      const size_t bytes = count * sizeof(float);
+      if (bytes <= last_bytes) continue;  // many ranks: small sizes are all one element each
+      last_bytes = bytes;
       CollArgs a;
       a.kind = kind;
       a.sendbuf = send.data();
       a.recvbuf = recv.data();
       a.dtype = DType::kFloat32;
       a.op = ROp::kSum;
-      const size_t count = bytes / sizeof(float);
       a.count = kind == CollKind::kAllreduce ? count : count / size_;
       counts.assign(size_, count / size_);
       a.recvcounts = counts.data();
@@ -109,9 +120,9 @@ Status Comm::calibrate_algorithms() {
   for (size_t i = 0; i < points.size(); ++i) {
     model_.corrections.push_back(smoothed[i]);
     char part[112];
-    std::snprintf(part, sizeof(part), "%s%s %s %zu KiB x%.2f (measured x%.2f)", i ? ", " : "",
+    std::snprintf(part, sizeof(part), "%s%s %s %s x%.2f (measured x%.2f)", i ? ", " : "",
                   coll_name(points[i].kind), algo_name(points[i].algo, points[i].kind),
-                  points[i].bytes >> 10, smoothed[i].factor, measured[i].factor);
+                  size_text(points[i].bytes).c_str(), smoothed[i].factor, measured[i].factor);
     text += part;
   }
   EFACOLL_INFO(kTune, "communicator %u measured/predicted: %s", id_, text.c_str());

@@ -84,6 +84,17 @@ bool parse_name(const std::string& name, Algo* out) {
 
 }  // namespace
 
+std::string size_text(size_t bytes) {
+  char out[32];
+  if (bytes >= (size_t(1) << 20) && bytes % (size_t(1) << 20) == 0)
+    std::snprintf(out, sizeof(out), "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(out, sizeof(out), "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(out, sizeof(out), "%zu B", bytes);
+  return out;
+}
+
 Status parse_algo_overrides(const std::string& text, AlgoOverrides* out) {
   AlgoOverrides o;
   const std::string bad = "EFACOLL_ALGO=" + text + ": ";
@@ -256,17 +267,6 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
     first = false;
   }
   return best;
-}
-
-std::string size_text(size_t bytes) {
-  char out[32];
-  if (bytes >= (size_t(1) << 20) && bytes % (size_t(1) << 20) == 0)
-    std::snprintf(out, sizeof(out), "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0)
-    std::snprintf(out, sizeof(out), "%zu KiB", bytes >> 10);
-  else
-    std::snprintf(out, sizeof(out), "%zu B", bytes);
-  return out;
 }
 
 // Every algorithm that applies, each with its best chunk and channels, in the tuner's order:

@@ -12,6 +12,8 @@
 namespace efacoll {
 
 const char* algo_name(Algo a, CollKind kind);
+// "512 B", "64 KiB", "2 MiB": the largest unit that divides the size, for log lines.
+std::string size_text(size_t bytes);
 // Whether an algorithm exists for a collective (the tree: allreduce only; hier: several nodes;
 // ll and ipc: one node).
 bool algo_applies(Algo a, CollKind kind, bool multi_node);

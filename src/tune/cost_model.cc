@@ -307,7 +307,8 @@ double correction(const CostModel& m, CollKind kind, Algo algo, double bytes) {
     const double t = std::min(1.0, std::fabs(x - std::log2(c->bytes)) / 2);
     return std::pow(c->factor, 1 - t);
   };
-  if (below == nullptr) return fade(above);
+  // Below a latency-bound first point a pattern's time no longer changes with size: it holds.
+  if (below == nullptr) return above->bytes <= kLatencyBoundBytes ? above->factor : fade(above);
   if (above == nullptr) return fade(below);
   if (above == below) return below->factor;
   const double t =

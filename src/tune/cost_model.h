@@ -42,7 +42,10 @@ size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 // set), geometric in between.
 double rate_at(double gbps, double large_gbps, double call_bytes);
 
-// The calibrated factor for an algorithm at a size (1 without calibration points).
+// The calibrated factor for an algorithm at a size (1 without calibration points): geometric
+// between points, fading to 1 two octaves past the last, and below the first unless that one is
+// latency-bound (at most kLatencyBoundBytes), where it holds.
+constexpr double kLatencyBoundBytes = 1024;
 double correction(const CostModel& m, CollKind kind, Algo algo, double bytes);
 
 // Each calibration factor replaced by the median of itself and its neighbours in size (same

@@ -294,6 +294,24 @@ TEST(CostModel, CalibratedCorrectionsApplyAroundTheirSizes) {
   EXPECT_DOUBLE_EQ(predict_us(m, Algo::kTree, in), 2 * predict_us(plain, Algo::kTree, in));
 }
 
+// A latency-bound first point (calibration's 64 B) covers the sizes below it: 8 B costs its
+// steps as 64 B does. A larger first point still fades below.
+TEST(CostModel, ALatencyBoundFirstCorrectionHoldsBelowIt) {
+  CostModel m = model("local");
+  m.corrections = {{CollKind::kReduceScatter, Algo::kRecursive, 64, 1.5},
+                   {CollKind::kReduceScatter, Algo::kRecursive, 512, 1.2},
+                   {CollKind::kReduceScatter, Algo::kRing, 8192, 1.5}};
+  auto at = [&](Algo algo, double bytes) {
+    return correction(m, CollKind::kReduceScatter, algo, bytes);
+  };
+  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 64), 1.5);
+  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 16), 1.5);
+  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 1), 1.5);
+  EXPECT_NEAR(at(Algo::kRecursive, 181.02), 1.5 * std::pow(1.2 / 1.5, 0.5), 1e-3);
+  EXPECT_NEAR(at(Algo::kRing, 4096), std::sqrt(1.5), 1e-12) << "one octave below: half faded";
+  EXPECT_DOUBLE_EQ(at(Algo::kRing, 2048), 1.0);
+}
+
 // Predictions 2 % apart: the model cannot separate them. Bandwidth-bound calls then take the
 // ring, latency-bound ones the model's faster pick.
 TEST(Tuner, NearTiesGoToTheRingOnlyForLargeCalls) {
