@@ -49,6 +49,7 @@ struct AlgoCorrection {
   Algo algo = Algo::kRing;
   double bytes = 0;
   double factor = 1;
+  bool holds_below = false;  // a latency-bound first point: its factor also covers smaller calls
 };
 
 struct CostModel {
@@ -63,7 +64,7 @@ struct CostModel {
   LinkCost gpu_ll = {15.0, 190.0};
   LinkCost gpu_ipc = {25.0, 330.0};
   // Measured against predicted per algorithm (EFACOLL_TUNE=calibrate), applied between the
-  // measured sizes and fading to none two octaves beyond them.
+  // measured sizes, fading to none two octaves beyond them, held below a latency-bound first one.
   std::vector<AlgoCorrection> corrections;
   std::string source = "defaults";
 };

@@ -1,65 +1,51 @@
-// EFACOLL_TUNE=calibrate, second part: each algorithm runs at a few sizes between the latency-
-// and the bandwidth-bound regimes, where the choice is closest, and its measured time over the
-// model's prediction becomes a correction the model applies around those sizes. The link figures
-// cannot see what one algorithm's pattern costs on this machine (pairwise whole-vector exchanges,
-// a tree's many small messages); these points do. Rank 0's factors are used by all.
+// EFACOLL_TUNE=calibrate, second part: each algorithm runs at a few sizes from latency-bound
+// calls to where the choice turns to the bandwidth (tune/calibration_points.h), and its measured
+// time over the model's prediction becomes a correction the model applies around those sizes. The
+// link figures cannot see what one algorithm's pattern costs on this machine (pairwise whole-vector
+// exchanges, a tree's many small messages); these points do. Rank 0's factors are used by all.
 #include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <vector>
 
 #include "common/log.h"
 #include "efacoll/engine.h"
 #include "tune/algo.h"
+#include "tune/calibration_points.h"
 #include "tune/cost_model.h"
 
 namespace efacoll {
 
 Status Comm::calibrate_algorithms() {
   if (size_ < 2) return Status::ok();
-  // Every power of two: on tcp the time of a pattern jumps between neighbouring sizes (messages
-  // past the eager limit wait for the receiver to be scheduled), which a geometric blend of
-  // points four times apart misses by up to 1.8x.
-  // 1 and 2 MiB: there the ring starts to cut its blocks into chunks, an overlap the points
-  // below cannot price (4 ranks, a quiet 16-core host: a 1 MiB reduce-scatter ring in 64 KiB
-  // chunks ran 1.2-1.7x its prediction on tcp, recursive halving 0.75-1.0x, and the ring, the
-  // pick, was 1.15-1.20x slower in every run).
-  // 64 B, 512 B and 4 KiB: latency-bound calls, whose steps the link figures price alike
-  // whatever the pattern (4 ranks on a quiet 16-core host, shm: a reduce-scatter of 64 B-1 KiB
-  // by recursive halving ran 10.7-13.5 us, predicted 8.8-9.4, and the ring, predicted 11.5-11.9,
-  // ran 1.11-1.22x faster in runs that picked halving).
-  static constexpr size_t kSizes[] = {64,       512,       4 << 10,   8 << 10,   16 << 10, 32 << 10,
-                                      64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20,  2 << 20};
   // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
   // stretch of the machine then falls on all of them alike, and a median over 15 repeats
   // outlasts it (7 from 1 MiB, where a call lasts a millisecond or more).
   auto repeats_at = [](size_t bytes) { return bytes < (1 << 20) ? 15 : 7; };
-  const size_t most = kSizes[std::size(kSizes) - 1];
-  std::vector<float> send(most / sizeof(float), 1.f), recv(send.size());
+  const CollKind kinds[] = {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter};
+  size_t most = 0;
+  for (CollKind kind : kinds) {
+    for (const CalibrationPoint& point : calibration_points(kind, size_))
+      most = std::max(most, point.count);
+  }
+  std::vector<float> send(most, 1.f), recv(most);
   std::vector<size_t> counts(size_);
   struct Point {
     CollKind kind;
     Algo algo;
     size_t bytes;
+    bool holds_below;
   };
   std::vector<Point> points;
   std::vector<double> factors;
   const AlgoOverrides saved = engine_->config_.algo;
   Status st;
-  for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+  for (CollKind kind : kinds) {
     std::vector<Algo> algos;
     for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kRecursive}) {
       if (algo_applies(algo, kind, hier_per_node_ > 0)) algos.push_back(algo);
     }
-    size_t last_bytes = 0;
-    for (size_t size : kSizes) {
-      // At least one element per rank for the collectives that divide the vector.
-      const size_t count = kind == CollKind::kAllreduce
-                               ? size / sizeof(float)
-                               : std::max(size / sizeof(float) / size_, size_t{1}) * size_;
-      const size_t bytes = count * sizeof(float);
-      if (bytes <= last_bytes) continue;  // many ranks: small sizes are all one element each
-      last_bytes = bytes;
+    for (const CalibrationPoint& point : calibration_points(kind, size_)) {
+      const size_t count = point.count, bytes = point.bytes;
       CollArgs a;
       a.kind = kind;
       a.sendbuf = send.data();
@@ -93,7 +79,7 @@ Status Comm::calibrate_algorithms() {
       if (!st.is_ok()) break;
       for (size_t i = 0; i < algos.size(); ++i) {
         std::sort(t[i].begin(), t[i].end());
-        points.push_back({kind, algos[i], bytes});
+        points.push_back({kind, algos[i], bytes, point.holds_below});
         // The median of the interleaved repeats, the statistic the benchmarks judge by. The
         // second fastest of 7 (taken against slow stretches of tcp on a loaded host) favoured
         // algorithms whose times spread widely: the tree's fast outliers made it the pick for
@@ -111,8 +97,8 @@ Status Comm::calibrate_algorithms() {
       host_allgather(factors.data(), factors.size() * sizeof(double), all.data()));
   std::vector<AlgoCorrection> measured;
   for (size_t i = 0; i < points.size(); ++i) {
-    measured.push_back(
-        {points[i].kind, points[i].algo, static_cast<double>(points[i].bytes), all[i]});
+    measured.push_back({points[i].kind, points[i].algo, static_cast<double>(points[i].bytes),
+                        all[i], points[i].holds_below});
   }
   std::vector<AlgoCorrection> smoothed = measured;
   smooth_corrections(&smoothed);

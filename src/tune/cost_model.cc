@@ -308,7 +308,7 @@ double correction(const CostModel& m, CollKind kind, Algo algo, double bytes) {
     return std::pow(c->factor, 1 - t);
   };
   // Below a latency-bound first point a pattern's time no longer changes with size: it holds.
-  if (below == nullptr) return above->bytes <= kLatencyBoundBytes ? above->factor : fade(above);
+  if (below == nullptr) return above->holds_below ? above->factor : fade(above);
   if (above == nullptr) return fade(below);
   if (above == below) return below->factor;
   const double t =
@@ -321,13 +321,19 @@ void smooth_corrections(std::vector<AlgoCorrection>* points) {
   std::vector<double> smoothed(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     smoothed[i] = all[i].factor;
-    // The nearest points of the same series below and above.
-    const AlgoCorrection *below = nullptr, *above = nullptr;
-    for (const AlgoCorrection& c : all) {
-      if (c.kind != all[i].kind || c.algo != all[i].algo) continue;
-      if (c.bytes < all[i].bytes && (!below || c.bytes > below->bytes)) below = &c;
-      if (c.bytes > all[i].bytes && (!above || c.bytes < above->bytes)) above = &c;
-    }
+    // The nearest points of the same series below and above (for the smallest, the next two).
+    auto nearest = [&](double bytes, bool up) -> const AlgoCorrection* {
+      const AlgoCorrection* best = nullptr;
+      for (const AlgoCorrection& c : all) {
+        if (c.kind != all[i].kind || c.algo != all[i].algo) continue;
+        const bool beyond = up ? c.bytes > bytes : c.bytes < bytes;
+        if (beyond && (!best || (up ? c.bytes < best->bytes : c.bytes > best->bytes))) best = &c;
+      }
+      return best;
+    };
+    const AlgoCorrection* below = nearest(all[i].bytes, false);
+    const AlgoCorrection* above = nearest(all[i].bytes, true);
+    if (!below && above) below = nearest(above->bytes, true);
     if (!below || !above) continue;
     double three[3] = {below->factor, all[i].factor, above->factor};
     std::sort(three, three + 3);

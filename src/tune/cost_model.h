@@ -43,14 +43,15 @@ size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 double rate_at(double gbps, double large_gbps, double call_bytes);
 
 // The calibrated factor for an algorithm at a size (1 without calibration points): geometric
-// between points, fading to 1 two octaves past the last, and below the first unless that one is
-// latency-bound (at most kLatencyBoundBytes), where it holds.
-constexpr double kLatencyBoundBytes = 1024;
+// between points, fading to 1 two octaves past the last, and below the first unless that one
+// holds_below (a latency-bound call's time does not change with its size).
 double correction(const CostModel& m, CollKind kind, Algo algo, double bytes);
 
 // Each calibration factor replaced by the median of itself and its neighbours in size (same
-// collective and algorithm; the smallest and largest point keep theirs). Ranks sharing cores
-// put a lone point off by up to 2x; a step between sizes (tcp's eager limit) survives a median.
+// collective and algorithm). Ranks sharing cores put a lone point off by up to 2x; a step
+// between sizes (tcp's eager limit) survives a median. The smallest point takes the median of
+// itself and the next two, since it may hold for every smaller call; the largest keeps its own
+// (it fades, and 1-2 MiB is where the chunked ring's step shows).
 void smooth_corrections(std::vector<AlgoCorrection>* points);
 
 // The steps of a flat algorithm on p ranks that each wait for a peer, one after the other:

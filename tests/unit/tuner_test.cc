@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tune/algo.h"
+#include "tune/calibration_points.h"
 #include "tune/cost_model.h"
 
 namespace efacoll {
@@ -294,22 +295,55 @@ TEST(CostModel, CalibratedCorrectionsApplyAroundTheirSizes) {
   EXPECT_DOUBLE_EQ(predict_us(m, Algo::kTree, in), 2 * predict_us(plain, Algo::kTree, in));
 }
 
-// A latency-bound first point (calibration's 64 B) covers the sizes below it: 8 B costs its
-// steps as 64 B does. A larger first point still fades below.
+// A latency-bound first point (calibration's 64 B) covers the calls below it: 8 B costs its
+// steps as 64 B does. A first point that does not hold below fades there, whatever its size.
 TEST(CostModel, ALatencyBoundFirstCorrectionHoldsBelowIt) {
-  CostModel m = model("local");
-  m.corrections = {{CollKind::kReduceScatter, Algo::kRecursive, 64, 1.5},
-                   {CollKind::kReduceScatter, Algo::kRecursive, 512, 1.2},
-                   {CollKind::kReduceScatter, Algo::kRing, 8192, 1.5}};
-  auto at = [&](Algo algo, double bytes) {
-    return correction(m, CollKind::kReduceScatter, algo, bytes);
+  CostModel m;
+  m.corrections = {{CollKind::kReduceScatter, Algo::kRecursive, 64, 1.5, true},
+                   {CollKind::kReduceScatter, Algo::kRecursive, 512, 1.2, true},
+                   {CollKind::kReduceScatter, Algo::kRing, 64, 1.5, false},
+                   {CollKind::kAllgather, Algo::kRing, 4096, 1.5, true}};
+  auto at = [&](CollKind kind, Algo algo, double bytes) {
+    return correction(m, kind, algo, bytes);
   };
-  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 64), 1.5);
-  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 16), 1.5);
-  EXPECT_DOUBLE_EQ(at(Algo::kRecursive, 1), 1.5);
-  EXPECT_NEAR(at(Algo::kRecursive, 181.02), 1.5 * std::pow(1.2 / 1.5, 0.5), 1e-3);
-  EXPECT_NEAR(at(Algo::kRing, 4096), std::sqrt(1.5), 1e-12) << "one octave below: half faded";
-  EXPECT_DOUBLE_EQ(at(Algo::kRing, 2048), 1.0);
+  const CollKind rs = CollKind::kReduceScatter;
+  EXPECT_DOUBLE_EQ(at(rs, Algo::kRecursive, 64), 1.5);
+  EXPECT_DOUBLE_EQ(at(rs, Algo::kRecursive, 16), 1.5);
+  EXPECT_DOUBLE_EQ(at(rs, Algo::kRecursive, 1), 1.5);
+  EXPECT_NEAR(at(rs, Algo::kRecursive, 181.02), 1.5 * std::pow(1.2 / 1.5, 0.5), 1e-3);
+  EXPECT_NEAR(at(rs, Algo::kRing, 32), std::sqrt(1.5), 1e-12) << "one octave below: half faded";
+  EXPECT_DOUBLE_EQ(at(rs, Algo::kRing, 16), 1.0);
+  EXPECT_DOUBLE_EQ(at(CollKind::kAllgather, Algo::kRing, 1024), 1.5)
+      << "many ranks: a one-element-per-rank first point of 4 KiB holds too";
+}
+
+// Every collective gets the same sizes on every rank; the ones that divide the vector at least
+// one element per rank, and a size the floor makes equal to the one before it is left out.
+TEST(CalibrationPoints, EveryRankGetsWholeElementsAndTheSmallOnesHold) {
+  const auto four = calibration_points(CollKind::kAllreduce, 4);
+  ASSERT_EQ(four.size(), 12u);
+  EXPECT_EQ(four[0].bytes, 64u);
+  EXPECT_EQ(four[0].count, 16u);
+  EXPECT_TRUE(four[0].holds_below);
+  EXPECT_TRUE(four[1].holds_below) << "512 B";
+  EXPECT_FALSE(four[2].holds_below) << "4 KiB";
+  EXPECT_EQ(four.back().bytes, size_t(2) << 20);
+
+  const auto three = calibration_points(CollKind::kReduceScatter, 3);
+  ASSERT_EQ(three.size(), 12u);
+  EXPECT_EQ(three[0].count, 15u) << "16 floats, 5 per rank";
+  EXPECT_EQ(three[0].bytes, 60u);
+  for (const CalibrationPoint& p : three) {
+    EXPECT_EQ(p.count % 3, 0u);
+    EXPECT_EQ(p.bytes, p.count * 4);
+  }
+
+  const auto many = calibration_points(CollKind::kAllgather, 1024);
+  ASSERT_GE(many.size(), 2u);
+  EXPECT_EQ(many[0].count, 1024u) << "one element each";
+  EXPECT_TRUE(many[0].holds_below);
+  EXPECT_EQ(many[1].bytes, size_t(8) << 10) << "512 B and 4 KiB are 4 KiB too: left out";
+  for (size_t i = 1; i < many.size(); ++i) EXPECT_GT(many[i].bytes, many[i - 1].bytes);
 }
 
 // Predictions 2 % apart: the model cannot separate them. Bandwidth-bound calls then take the
@@ -411,7 +445,8 @@ TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
 }
 
 // A lone point far from its neighbours (a slow stretch of a loaded host) is replaced by the
-// median of the three; a step between sizes stays; the series' ends and other series are kept.
+// median of the three; a step between sizes stays; the smallest point takes the median of itself
+// and the next two (it may hold below), the largest and one-point series keep theirs.
 TEST(CostModel, CalibrationSmoothingDropsALonePointAndKeepsAStep) {
   std::vector<AlgoCorrection> p = {{CollKind::kAllgather, Algo::kRing, 8192, 1.0},
                                    {CollKind::kAllgather, Algo::kRing, 16384, 2.1},
@@ -421,7 +456,7 @@ TEST(CostModel, CalibrationSmoothingDropsALonePointAndKeepsAStep) {
                                    {CollKind::kAllgather, Algo::kRing, 131072, 1.7},
                                    {CollKind::kAllreduce, Algo::kRing, 16384, 9.0}};
   smooth_corrections(&p);
-  const double want[] = {1.0, 1.1, 0.5, 1.6, 1.6, 1.7, 9.0};
+  const double want[] = {1.1, 1.1, 0.5, 1.6, 1.6, 1.7, 9.0};
   for (size_t i = 0; i < p.size(); ++i) EXPECT_DOUBLE_EQ(p[i].factor, want[i]) << "point " << i;
 }
 
