@@ -329,6 +329,10 @@ TEST(CalibrationPoints, EveryRankGetsWholeElementsAndTheSmallOnesHold) {
   EXPECT_FALSE(four[2].holds_below) << "4 KiB";
   EXPECT_EQ(four.back().bytes, size_t(2) << 20);
 
+  const auto whole_vector = calibration_points(CollKind::kAllreduce, 1024);
+  ASSERT_EQ(whole_vector.size(), 12u) << "allreduce needs no element per rank";
+  EXPECT_EQ(whole_vector[0].bytes, 64u);
+
   const auto three = calibration_points(CollKind::kReduceScatter, 3);
   ASSERT_EQ(three.size(), 12u);
   EXPECT_EQ(three[0].count, 15u) << "16 floats, 5 per rank";
@@ -446,7 +450,7 @@ TEST(Tuner, ExplainsEveryCandidateAndHonoursTheOverride) {
 
 // A lone point far from its neighbours (a slow stretch of a loaded host) is replaced by the
 // median of the three; a step between sizes stays; the smallest point takes the median of itself
-// and the next two (it may hold below), the largest and one-point series keep theirs.
+// and the next two (it may hold below), the largest and series of one or two points keep theirs.
 TEST(CostModel, CalibrationSmoothingDropsALonePointAndKeepsAStep) {
   std::vector<AlgoCorrection> p = {{CollKind::kAllgather, Algo::kRing, 8192, 1.0},
                                    {CollKind::kAllgather, Algo::kRing, 16384, 2.1},
@@ -454,9 +458,11 @@ TEST(CostModel, CalibrationSmoothingDropsALonePointAndKeepsAStep) {
                                    {CollKind::kAllgather, Algo::kRing, 32768, 1.1},
                                    {CollKind::kAllgather, Algo::kRing, 65536, 1.6},
                                    {CollKind::kAllgather, Algo::kRing, 131072, 1.7},
-                                   {CollKind::kAllreduce, Algo::kRing, 16384, 9.0}};
+                                   {CollKind::kAllreduce, Algo::kRing, 16384, 9.0},
+                                   {CollKind::kAllreduce, Algo::kTree, 8192, 3.0},
+                                   {CollKind::kAllreduce, Algo::kTree, 16384, 1.0}};
   smooth_corrections(&p);
-  const double want[] = {1.1, 1.1, 0.5, 1.6, 1.6, 1.7, 9.0};
+  const double want[] = {1.1, 1.1, 0.5, 1.6, 1.6, 1.7, 9.0, 3.0, 1.0};
   for (size_t i = 0; i < p.size(); ++i) EXPECT_DOUBLE_EQ(p[i].factor, want[i]) << "point " << i;
 }
 
