@@ -30,6 +30,7 @@ struct IpcState;
 struct IpcCallKey;
 struct HierState;
 struct AlgoInputs;
+struct RingPlan;
 class ShapeTrial;
 struct LlCall;
 enum class LlPath : uint32_t;
@@ -305,7 +306,19 @@ class Comm {
   // That call ended: its time counts for the candidate, and the shape's last trial call agrees
   // with the other ranks on the one to keep.
   void finish_trial_call(bool call_ok);
-  Algo node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possible);
+  // Inside one node, GPU buffers: the low-latency protocol, IPC direct, or the fabric (where
+  // ranks share a GPU and it was measured faster; comm_shared_gpu.cc). Recorded as the call's
+  // choice.
+  enum class NodePath { kLowLatency, kIpcDirect, kFabric };
+  Status node_protocol(const CollArgs& args, const RingPlan& plan, Algo forced, bool ll_possible,
+                       NodePath* path);
+  // Ranks share a GPU and the tuner chooses between IPC direct and the fabric.
+  bool shared_gpu_tuned(Algo forced) const;
+  // The tuner's fabric algorithm on the call's own buffers (host or GPU memory).
+  Status run_planned_schedule(const CollArgs& args, RingPlan& plan);
+  // comm_shared_gpu.cc: IPC direct and the fabric path timed at a few sizes per collective
+  // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
+  Status measure_shared_gpu(int device);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc
@@ -373,6 +386,9 @@ class Comm {
   // Online trials per call shape (EngineConfig::tune_trials), running or settled.
   std::unordered_map<uint64_t, std::unique_ptr<ShapeTrial>> trials_;
   bool user_call_ = false;  // inside run(): trials time only the user's own calls
+  // Added to the prediction the fabric path records (last_choice_): where ranks share a GPU, the
+  // measured time over the model's (set by node_protocol, cleared by each run_locked).
+  double node_fabric_extra_us_ = 0;
   // The user call now running, where it runs a candidate on trial (reset by run()).
   struct TrialCall {
     bool running = false;  // it runs a candidate of trials_[key]

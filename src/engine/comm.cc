@@ -16,6 +16,7 @@
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
+#include "engine/ring_plan.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 #include "gpu/memory_kind.h"
@@ -23,89 +24,11 @@
 #include "transport/transport.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
+#include "tune/shared_gpu_paths.h"
 #include "tune/trials.h"
 
 namespace efacoll {
 namespace {
-
-struct RingPlan {
-  RingArgs ring;
-  size_t send_bytes = 0, recv_bytes = 0;
-  size_t result_bytes = 0;  // what the caller finds in recv afterwards
-};
-
-Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, RingPlan* plan) {
-  const size_t esize = dtype_size(args.dtype);
-  if (esize == 0) return Status(Code::kUnsupported, "unknown datatype");
-  if (args.kind != CollKind::kAllgather && !op_allowed(args.dtype, args.op)) {
-    return Status(Code::kUnsupported,
-                  std::string(op_name(args.op)) + " is not defined on " + dtype_name(args.dtype));
-  }
-  RingArgs& ring = plan->ring;
-  ring.rank = rank;
-  ring.nranks = size;
-  ring.elem_size = esize;
-  ring.inplace = args.inplace;
-  ring.chunk_bytes = chunk_bytes;
-  switch (args.kind) {
-    case CollKind::kAllreduce:
-      ring.block_counts = even_blocks(args.count, size);
-      plan->send_bytes = plan->recv_bytes = args.count * esize;
-      break;
-    case CollKind::kAllgather:
-      ring.block_counts.assign(size, args.count);
-      plan->send_bytes = args.count * esize;
-      plan->recv_bytes = plan->send_bytes * size;
-      break;
-    case CollKind::kReduceScatter:
-      if (args.recvcounts == nullptr) return Status(Code::kInvalid, "recvcounts missing");
-      ring.block_counts.assign(args.recvcounts, args.recvcounts + size);
-      for (size_t c : ring.block_counts) plan->send_bytes += c * esize;
-      plan->recv_bytes = args.inplace ? plan->send_bytes : args.recvcounts[rank] * esize;
-      plan->result_bytes = args.recvcounts[rank] * esize;
-      return Status::ok();
-    default:
-      return Status(Code::kUnsupported, "unknown collective");
-  }
-  plan->result_bytes = plan->recv_bytes;
-  return Status::ok();
-}
-
-// The bytes the tuner sizes a call by: allreduce the vector, allgather the result,
-// reduce-scatter the input (every block of the plan).
-size_t call_bytes(const RingArgs& ring) {
-  size_t bytes = 0;
-  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
-  return bytes;
-}
-
-// What the rank with the most to move sends and receives: the same figure on every rank, so
-// that all take the same path (a reduce-scatter's blocks differ from rank to rank, and ranks
-// that split on its own bytes ran one through pinned host copies and one through IPC direct,
-// each waiting for the other).
-size_t most_bytes_of_a_rank(CollKind kind, const RingArgs& ring) {
-  size_t block = 0;
-  for (size_t c : ring.block_counts) block = std::max(block, c * ring.elem_size);
-  const size_t whole = call_bytes(ring);
-  return kind == CollKind::kAllreduce ? 2 * whole : whole + block;
-}
-
-AlgoInputs algo_inputs(CollKind kind, const RingArgs& ring, int hier_per_node,
-                       const EngineConfig& config) {
-  AlgoInputs in;
-  in.kind = kind;
-  in.bytes = call_bytes(ring);
-  in.nranks = ring.nranks;
-  in.ranks_per_node = hier_per_node;
-  in.small_bytes = config.rd_max_bytes;
-  in.chunk_bytes = ring.chunk_bytes;
-  in.chunk_forced = config.chunk_forced;
-  in.max_chunk_bytes = config.max_chunk_bytes;
-  in.channels = config.channels;
-  in.max_channels = config.max_channels;
-  in.inplace = ring.inplace;
-  return in;
-}
 
 // The call's schedule with the chosen algorithm on the chosen channels.
 Status build(CollKind kind, RingArgs& ring, int hier_per_node, const TunedChoice& chosen,
@@ -245,8 +168,16 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 
 Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
   engine_->last_choice_ = choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
+  engine_->last_choice_.predicted_us += node_fabric_extra_us_;
   EFACOLL_RETURN_IF_ERROR(trial_call_.status);
   return build(kind, ring, hier_per_node_, engine_->last_choice_, schedule);
+}
+
+Status Comm::run_planned_schedule(const CollArgs& args, RingPlan& plan) {
+  Schedule schedule;
+  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, &schedule));
+  engine_->last_algorithm_ = schedule.algorithm;
+  return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
 }
 
 std::unique_lock<std::mutex>* Comm::lendable_lock() const {
@@ -269,17 +200,13 @@ Status Comm::run(const CollArgs& args) {
 
 // Also the entry of a hierarchical call's phases, which run on sub-communicators.
 Status Comm::run_locked(const CollArgs& args) {
+  node_fabric_extra_us_ = 0;
   RingPlan plan;
   const size_t chunk =
       std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
   EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &plan));
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
-  Schedule schedule;
-  if (!gpu) {
-    EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, &schedule));
-    engine_->last_algorithm_ = schedule.algorithm;
-    return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
-  }
+  if (!gpu) return run_planned_schedule(args, plan);
 
   GpuRuntime* rt = engine_->gpu_.get();
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
@@ -292,14 +219,21 @@ Status Comm::run_locked(const CollArgs& args) {
       one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && !fabric_algo(forced);
   LlCall ll_call;
   bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
-  const bool in_node = ipc && ipc_usable(args.device);
+  bool in_node = ipc && ipc_usable(args.device);
+  // IPC direct even for calls the host path would take: forced, or measured faster where ranks
+  // share a GPU.
+  bool ipc_chosen = forced == Algo::kIpc;
   if (in_node) {
-    ll = node_protocol(args.kind, call_bytes(plan.ring), forced, ll) == Algo::kLl;
+    NodePath path;
+    EFACOLL_RETURN_IF_ERROR(node_protocol(args, plan, forced, ll, &path));
+    ll = path == NodePath::kLowLatency;
     if (ipc_->ll_usable) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
+    if (shared_gpu_tuned(forced)) ipc_chosen = path == NodePath::kIpcDirect;
+    in_node = path != NodePath::kFabric;
   }
   // Off the low-latency protocol where peers may be on it (comm_ll_paths.cc).
   const bool watch = in_node && ipc_->ll_usable && !ll;
-  if (!ll && forced != Algo::kIpc &&
+  if (!ll && !ipc_chosen &&
       most_bytes_of_a_rank(args.kind, plan.ring) <= engine_->config_.gpu_host_path_max) {
     if (watch) watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, plan.ring));
     Status st =
@@ -344,35 +278,75 @@ Status Comm::run_locked(const CollArgs& args) {
              hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
     st = trial_call_.status.is_ok() ? run_hier_gpu(a) : trial_call_.status;
   } else {
-    EFACOLL_RETURN_IF_ERROR(plan_schedule(a.kind, plan.ring, &schedule));
-    engine_->last_algorithm_ = schedule.algorithm;
-    st = run_schedule(a, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
+    st = run_planned_schedule(a, plan);
   }
   if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_copy_->ptr, plan.result_bytes);
   return st;
 }
 
 // Inside one node: the low-latency protocol where it can run and is forced or predicted faster
-// than IPC direct; else IPC direct. Recorded as the call's choice.
-Algo Comm::node_protocol(CollKind kind, size_t bytes, Algo forced, bool ll_possible) {
+// than IPC direct; where ranks share a GPU and the tuner chooses, IPC direct or the fabric by
+// their measured times; else IPC direct.
+Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forced,
+                           bool ll_possible, NodePath* path) {
   CostInputs in;
-  in.kind = kind;
+  in.kind = args.kind;
   in.nranks = size_;
-  in.bytes = bytes;
+  in.bytes = call_bytes(plan.ring);
   const double ll_us = predict_node_us(model_, Algo::kLl, in),
                ipc_us = predict_node_us(model_, Algo::kIpc, in);
-  Algo pick = Algo::kIpc;
+  *path = NodePath::kIpcDirect;
   if (ll_possible && forced != Algo::kIpc && (forced == Algo::kLl || ll_us <= ipc_us))
-    pick = Algo::kLl;
+    *path = NodePath::kLowLatency;
+  if (shared_gpu_tuned(forced)) {
+    if (!ipc_->shared_paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
+    // Per call shape, as the tuner's picks: predicting the fabric's candidates takes longer than
+    // a small IPC direct call under MPS (a 2 MiB allreduce on one H200: 67 us against 46).
+    const uint64_t key = static_cast<uint64_t>(in.bytes) << 3 |
+                         static_cast<uint64_t>(args.kind) << 1 | (args.inplace ? 1 : 0);
+    auto it = ipc_->shared_picks.find(key);
+    if (it == ipc_->shared_picks.end()) {
+      const EngineConfig& config = engine_->config_;
+      const double fabric_us =
+          tune_algo(model_, algo_inputs(args.kind, plan.ring, hier_per_node_, config), config.algo,
+                    false)
+              .predicted_us;
+      if (ipc_->shared_picks.size() >= kSharedPickShapes) ipc_->shared_picks.clear();
+      it = ipc_->shared_picks
+               .emplace(key, pick_shared_gpu_path(ipc_->shared_paths, args.kind, in.bytes, ipc_us,
+                                                  fabric_us))
+               .first;
+    }
+    const SharedGpuPick& pick = it->second;
+    EFACOLL_TRACE(kTune,
+                  "%s %zu B on %d ranks sharing GPUs: IPC direct %.1f us, the fabric %.1f us "
+                  "(measured extras added)",
+                  coll_name(args.kind), in.bytes, size_, pick.ipc_us, pick.fabric_us);
+    if (pick.fabric) {
+      *path = NodePath::kFabric;
+      node_fabric_extra_us_ = pick.fabric_extra_us;
+      return Status::ok();  // the fabric algorithm's own choice is recorded when it is planned
+    }
+    engine_->last_choice_ = TunedChoice();
+    engine_->last_choice_.algo = Algo::kIpc;
+    engine_->last_choice_.predicted_us = pick.ipc_us;
+    engine_->last_algorithm_ = "IPC direct";
+    return Status::ok();
+  }
+  const bool ll = *path == NodePath::kLowLatency;
   TunedChoice& c = engine_->last_choice_;
   c = TunedChoice();
-  c.algo = pick;
-  c.predicted_us = pick == Algo::kLl ? ll_us : ipc_us;
-  engine_->last_algorithm_ = pick == Algo::kLl ? "low-latency (IPC)" : "IPC direct";
+  c.algo = ll ? Algo::kLl : Algo::kIpc;
+  c.predicted_us = ll ? ll_us : ipc_us;
+  engine_->last_algorithm_ = ll ? "low-latency (IPC)" : "IPC direct";
   EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
-                coll_name(kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
+                coll_name(args.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
                 ipc_us);
-  return pick;
+  return Status::ok();
+}
+
+bool Comm::shared_gpu_tuned(Algo forced) const {
+  return ipc_ && ipc_->gpu_shared && forced == Algo::kAuto && engine_->config_.tune;
 }
 
 // Allreduce across nodes runs hierarchically unless the tuner (or EFACOLL_ALGO) prefers a flat

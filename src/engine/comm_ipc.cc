@@ -97,6 +97,7 @@ bool Comm::ipc_usable(int device) {
   s.usable = std::all_of(oks.begin(), oks.end(), [](int32_t v) { return v != 0; });
   const bool own_gpus = !any_gpu_shared(all);
   s.ll_usable = s.usable && ll_wanted && own_gpus;
+  s.gpu_shared = !own_gpus;
   EFACOLL_INFO(kNet, "communicator %u: CUDA IPC between its %d GPUs %s; low-latency protocol %s",
                id_, size_, s.usable ? "in use" : "not possible: data goes through the fabric",
                s.ll_usable ? "up to the per-rank size EFACOLL_IPC_LL_MAX"

@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/ipc_mappings.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
+#include "tune/shared_gpu_paths.h"
 
 namespace efacoll {
 
@@ -52,6 +54,9 @@ struct CollArgs;
 struct RingArgs;
 IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring);
 
+// Call shapes whose pick between IPC direct and the fabric is kept; past this, all are forgotten.
+constexpr size_t kSharedPickShapes = 4096;
+
 struct IpcState {
   bool usable = false;
   int device = -1;
@@ -61,6 +66,10 @@ struct IpcState {
   // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
   // sharing a GPU do not run at once, so one waiting on another's flags would stall).
   bool ll_usable = false;
+  // Two members on one GPU: IPC direct and the fabric path are then timed (Comm::node_protocol).
+  bool gpu_shared = false;
+  SharedGpuPaths shared_paths;
+  std::unordered_map<uint64_t, SharedGpuPick> shared_picks;  // by call shape (Comm::node_protocol)
   LlRegion ll_region;
   uint64_t ll_seq = 0;
   std::vector<void*> peers;         // each rank's workspace as mapped here (own: workspace)

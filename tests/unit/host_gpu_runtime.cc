@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/host_reduce.h"
 #include "host_ll_protocol.h"
@@ -83,15 +84,38 @@ void HostGpuRuntime::free_device(int, void* ptr) {
 }
 
 Status HostGpuRuntime::alloc_pinned(size_t bytes, void** out) {
-  return alloc_device(-1, bytes, out);
+  EFACOLL_RETURN_IF_ERROR(alloc_device(-1, bytes, out));
+  std::lock_guard<std::mutex> lock(pinned_mutex_);
+  pinned_[reinterpret_cast<uintptr_t>(*out)] = bytes ? bytes : 1;
+  return Status::ok();
+}
+
+bool HostGpuRuntime::in_pinned(const void* p) const {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(pinned_mutex_);
+  auto it = pinned_.upper_bound(at);
+  if (it == pinned_.begin()) return false;
+  --it;  // the last block that starts at or below `at`
+  return at < it->first + it->second;
 }
 
 void HostGpuRuntime::free_pinned(void* ptr) {
   wait_for_kernels();
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
   release(ptr);
 }
 
+Status HostGpuRuntime::synchronize() {
+  if (synchronize_wait.count()) std::this_thread::sleep_for(synchronize_wait);
+  return Status::ok();
+}
+
 Status HostGpuRuntime::copy(void* dst, const void* src, size_t bytes) {
+  if (pinned_copy_wait.count() && (in_pinned(dst) || in_pinned(src)))
+    std::this_thread::sleep_for(pinned_copy_wait);
   std::memmove(dst, src, bytes);
   return Status::ok();
 }
@@ -125,6 +149,10 @@ Status HostGpuRuntime::ipc_open(const void* handle, void** out) {
 }
 
 Status HostGpuRuntime::device_uuid(int, std::string* out) {
+  if (one_shared_gpu) {
+    out->assign(16, 's');
+    return Status::ok();
+  }
   // Every rank its own GPU: the runtime's address (not its first bytes, which every runtime
   // shares).
   const HostGpuRuntime* self = this;

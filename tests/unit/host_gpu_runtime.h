@@ -9,6 +9,7 @@
 // one waiting for its peers too.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -53,7 +54,7 @@ class HostGpuRuntime : public GpuRuntime {
   Status copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                  size_t height) override;
   Status reduce(void* dst, const void* a, const void* b, size_t count, DType type, ROp op) override;
-  Status synchronize() override { return Status::ok(); }
+  Status synchronize() override;
   Status ipc_export(void* base, void* handle_out) override;
   Status ipc_open(const void* handle, void** out) override;
   // Waits as the frees do: cudaIpcCloseMemHandle waits for the process's kernels too (measured,
@@ -68,13 +69,22 @@ class HostGpuRuntime : public GpuRuntime {
   Status run_ll(int device, const LlCall& call, LlFault* fault) override;
   int set_device(int device) override { return device; }
 
+  // Ranks that share one GPU: every rank's device_uuid is the same.
+  bool one_shared_gpu = false;
+  // Sleeps standing in for processes taking turns on a shared GPU: in synchronize() (IPC
+  // direct's first step) and in each copy to or from pinned host memory (the host path's).
+  std::chrono::microseconds synchronize_wait{0}, pinned_copy_wait{0};
+
  private:
   void wait_for_kernels();
   void release(void* ptr);
+  bool in_pinned(const void* p) const;
 
   std::shared_ptr<Counts> counts_;
   const bool ipc_, frees_wait_;
   std::atomic<int> held_{0}, ll_held_{0};
+  mutable std::mutex pinned_mutex_;
+  std::map<uintptr_t, size_t> pinned_;  // this runtime's pinned blocks: sizes by address
   // The low-latency calls under way, numbered as they started.
   std::mutex ll_mutex_;
   std::condition_variable ll_ended_;
