@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The tuner against every forced algorithm and in-node protocol on GPU buffers, one process per
-# GPU, all three collectives, 8 B to 256 MiB (bench/tuner_bench.c -m device):
+# The tuner against every forced algorithm and in-node protocol on GPU buffers, a process per
+# GPU (or, with more ranks than GPUs, sharing them), all three collectives, 8 B to 256 MiB
+# (bench/tuner_bench.c -m device):
 #   scripts/gpu_tuner_bench.sh [BUILD]     (default build-gpu; OUT: where the tables go)
 # Environment: NP (2; more ranks than GPUs share them), PROVIDER (shm), REPEATS (5), TUNE
 # (EFACOLL_TUNE: auto), MAX_BYTES (268435456), STEP_TIMEOUT (seconds per collective, 200).

@@ -316,9 +316,12 @@ class Comm {
   bool shared_gpu_tuned(Algo forced) const;
   // The tuner's fabric algorithm on the call's own buffers (host or GPU memory).
   Status run_planned_schedule(const CollArgs& args, RingPlan& plan);
-  // comm_shared_gpu.cc: IPC direct and the fabric path timed at a few sizes per collective
+  // comm_shared_gpu.cc: IPC direct and the fabric timed at a few sizes per collective
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
   Status measure_shared_gpu(int device);
+  // The call's way from those times (IPC direct or the fabric), recorded as its choice.
+  Status shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
+                        NodePath* path);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
                           size_t recv_bytes, size_t result_bytes);
   // comm_ipc.cc

@@ -118,6 +118,10 @@ void Comm::take_gpu_memory(GpuMemoryToFree* out) {
   }
   std::vector<GrowingDeviceBuffer*> grown = {gpu_scratch_.get(), send_copy_.get(),
                                              recv_copy_.get()};
+  if (ipc_) {
+    grown.push_back(&ipc_->probe_send);
+    grown.push_back(&ipc_->probe_recv);
+  }
   if (hier_) {
     grown.push_back(&hier_->slice);
     grown.push_back(&hier_->gathered);
@@ -300,38 +304,8 @@ Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forc
     *path = NodePath::kLowLatency;
   if (shared_gpu_tuned(forced)) {
     if (!ipc_->shared_paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
-    // Per call shape, as the tuner's picks: predicting the fabric's candidates takes longer than
-    // a small IPC direct call under MPS (a 2 MiB allreduce on one H200: 67 us against 46).
-    const uint64_t key = static_cast<uint64_t>(in.bytes) << 3 |
-                         static_cast<uint64_t>(args.kind) << 1 | (args.inplace ? 1 : 0);
-    auto it = ipc_->shared_picks.find(key);
-    if (it == ipc_->shared_picks.end()) {
-      const EngineConfig& config = engine_->config_;
-      const double fabric_us =
-          tune_algo(model_, algo_inputs(args.kind, plan.ring, hier_per_node_, config), config.algo,
-                    false)
-              .predicted_us;
-      if (ipc_->shared_picks.size() >= kSharedPickShapes) ipc_->shared_picks.clear();
-      it = ipc_->shared_picks
-               .emplace(key, pick_shared_gpu_path(ipc_->shared_paths, args.kind, in.bytes, ipc_us,
-                                                  fabric_us))
-               .first;
-    }
-    const SharedGpuPick& pick = it->second;
-    EFACOLL_TRACE(kTune,
-                  "%s %zu B on %d ranks sharing GPUs: IPC direct %.1f us, the fabric %.1f us "
-                  "(measured extras added)",
-                  coll_name(args.kind), in.bytes, size_, pick.ipc_us, pick.fabric_us);
-    if (pick.fabric) {
-      *path = NodePath::kFabric;
-      node_fabric_extra_us_ = pick.fabric_extra_us;
-      return Status::ok();  // the fabric algorithm's own choice is recorded when it is planned
-    }
-    engine_->last_choice_ = TunedChoice();
-    engine_->last_choice_.algo = Algo::kIpc;
-    engine_->last_choice_.predicted_us = pick.ipc_us;
-    engine_->last_algorithm_ = "IPC direct";
-    return Status::ok();
+    // Where a rank could not take part, the rule below stands.
+    if (shared_gpu_tuned(forced)) return shared_gpu_way(args, plan, ipc_us, path);
   }
   const bool ll = *path == NodePath::kLowLatency;
   TunedChoice& c = engine_->last_choice_;
@@ -346,7 +320,8 @@ Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forc
 }
 
 bool Comm::shared_gpu_tuned(Algo forced) const {
-  return ipc_ && ipc_->gpu_shared && forced == Algo::kAuto && engine_->config_.tune;
+  return ipc_ && ipc_->gpu_shared && !ipc_->shared_paths.given_up && forced == Algo::kAuto &&
+         engine_->config_.tune;
 }
 
 // Allreduce across nodes runs hierarchically unless the tuner (or EFACOLL_ALGO) prefers a flat

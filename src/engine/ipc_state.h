@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/growing_device_buffer.h"
 #include "engine/ipc_mappings.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
@@ -66,10 +67,12 @@ struct IpcState {
   // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
   // sharing a GPU do not run at once, so one waiting on another's flags would stall).
   bool ll_usable = false;
-  // Two members on one GPU: IPC direct and the fabric path are then timed (Comm::node_protocol).
+  // Two members on one GPU: IPC direct and the fabric are then timed (Comm::measure_shared_gpu).
   bool gpu_shared = false;
   SharedGpuPaths shared_paths;
-  std::unordered_map<uint64_t, SharedGpuPick> shared_picks;  // by call shape (Comm::node_protocol)
+  // The measurement's buffers (Comm::measure_shared_gpu); Comm::take_gpu_memory gives them back.
+  GrowingDeviceBuffer probe_send, probe_recv;
+  std::unordered_map<uint64_t, SharedGpuPick> shared_picks;  // by call shape (shared_gpu_way)
   LlRegion ll_region;
   uint64_t ll_seq = 0;
   std::vector<void*> peers;         // each rank's workspace as mapped here (own: workspace)

@@ -1,9 +1,31 @@
 #include "tune/shared_gpu_paths.h"
 
+#include <algorithm>
+
 namespace efacoll {
 
+std::vector<size_t> shared_gpu_points(CollKind kind, int nranks, size_t host_path_max) {
+  const size_t n = static_cast<size_t>(std::max(nranks, 1));
+  const size_t unit = kind == CollKind::kAllreduce ? sizeof(float) : sizeof(float) * n;
+  // Allreduce: a rank sends and receives the whole vector; the others the whole and one block.
+  size_t host_largest =
+      kind == CollKind::kAllreduce ? host_path_max / 2 : host_path_max * n / (n + 1);
+  host_largest -= host_largest % unit;
+  const size_t one_mib = size_t(1) << 20;
+  std::vector<size_t> points;
+  for (size_t bytes : {size_t(1024), host_largest, 2 * host_largest, one_mib}) {
+    // 0: no call takes the host copies; past 1 MiB, the 1 MiB point stands for it.
+    if (bytes == 0 || bytes > one_mib) continue;
+    points.push_back(std::max(bytes - bytes % unit, unit));
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  if (points.size() > kMaxSharedGpuPoints) points.resize(kMaxSharedGpuPoints);
+  return points;
+}
+
 void PathExtra::add(double at_bytes, double us) {
-  if (points == kSharedGpuPoints) return;
+  if (points == kMaxSharedGpuPoints) return;
   bytes[points] = at_bytes;
   extra_us[points] = us;
   ++points;
@@ -22,13 +44,13 @@ double PathExtra::at(double call_bytes) const {
 }
 
 SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, CollKind kind, double bytes,
-                                   double ipc_model_us, double fabric_model_us) {
+                                   bool via_host, double ipc_model_us, double fabric_model_us) {
   const int k = static_cast<int>(kind);
   SharedGpuPick pick;
   pick.ipc_us = ipc_model_us + paths.ipc[k].at(bytes);
-  pick.fabric_extra_us = paths.fabric[k].at(bytes);
+  pick.fabric_extra_us = (via_host ? paths.host_copies[k] : paths.staged[k]).at(bytes);
   pick.fabric_us = fabric_model_us + pick.fabric_extra_us;
-  pick.fabric = paths.measured && pick.fabric_us < pick.ipc_us;
+  pick.fabric_faster = paths.measured && !paths.given_up && pick.fabric_us < pick.ipc_us;
   return pick;
 }
 

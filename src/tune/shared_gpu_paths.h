@@ -1,10 +1,12 @@
 // Ranks of one node that share a GPU: which way a call on GPU buffers runs, IPC direct or the
-// fabric through the host, from times measured on that communicator (Comm::measure_shared_gpu).
-// Both paths wait for the GPU to turn from one process's context to another's, which the link
-// figures cannot price: without MPS a time slice (2 ranks on one H200, 2026-12-04: IPC direct
-// 480-600 us a call where 25 were predicted, the host path 180-300 where 5 were), with MPS a few
-// microseconds. Each path's measured time over its model prediction (its extra) is interpolated
-// between the measured sizes and added to its prediction at the call's size.
+// fabric, from times measured on that communicator (Comm::measure_shared_gpu). Every way waits
+// for the GPU to turn from one process's context to another's, which the link figures cannot
+// price: without MPS a time slice (2 ranks on one H200, 2026-12-04: IPC direct 480-600 us a call
+// where 25-76 were predicted, the fabric 180-460 where 4-440 were), with MPS a few microseconds.
+// Each way's measured time over its model prediction (its extra) is interpolated between the
+// measured sizes and added to its prediction at the call's size. The fabric has two ways for GPU
+// buffers, measured apart: pinned host copies for calls in which no rank moves more than
+// EFACOLL_GPU_HOST_PATH_MAX bytes, the staged pipeline above.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -13,35 +15,41 @@
 
 namespace efacoll {
 
-// The call sizes (bytes as the cost model reads them) each collective is measured at: latency-
-// bound, the largest the host path takes by default (EFACOLL_GPU_HOST_PATH_MAX), and past it.
-constexpr size_t kSharedGpuPointBytes[] = {1024, size_t(64) << 10, size_t(1) << 20};
-constexpr size_t kSharedGpuPoints = sizeof(kSharedGpuPointBytes) / sizeof(kSharedGpuPointBytes[0]);
+constexpr size_t kMaxSharedGpuPoints = 4;
+
+// The call sizes (bytes as the cost model reads them) a collective is measured at, increasing:
+// 1 KiB and the largest call the host copies take (a rank moving at most `host_path_max` bytes,
+// every rank an equal block), twice that and 1 MiB (staged); each at least one float per rank.
+std::vector<size_t> shared_gpu_points(CollKind kind, int nranks, size_t host_path_max);
 
 // Measured minus predicted microseconds at increasing sizes: linear in bytes between two points,
 // held beyond the first and the last.
 struct PathExtra {
-  double bytes[kSharedGpuPoints] = {};
-  double extra_us[kSharedGpuPoints] = {};
+  double bytes[kMaxSharedGpuPoints] = {};
+  double extra_us[kMaxSharedGpuPoints] = {};
   size_t points = 0;
-  void add(double at_bytes, double us);  // in increasing order of bytes
+  void add(double at_bytes, double us);  // in increasing order of bytes; past the capacity: none
   double at(double call_bytes) const;    // 0 with no points
 };
 
 struct SharedGpuPaths {
   bool measured = false;
-  PathExtra ipc[static_cast<int>(CollKind::kCount)];
-  PathExtra fabric[static_cast<int>(CollKind::kCount)];
+  bool given_up = false;  // a rank could not make the measurement's buffers: the rule stands
+  static constexpr int kKinds = static_cast<int>(CollKind::kCount);
+  PathExtra ipc[kKinds];
+  PathExtra host_copies[kKinds];  // the fabric through pinned host copies
+  PathExtra staged[kKinds];       // the fabric's staged pipeline
 };
 
 struct SharedGpuPick {
-  bool fabric = false;  // the fabric (through the host) predicted faster than IPC direct
+  bool fabric_faster = false;
   double ipc_us = 0, fabric_us = 0;
   double fabric_extra_us = 0;  // the measured part of fabric_us
 };
 
-// The model's predictions for the call with each path's extra added; ties go to IPC direct.
+// The model's predictions for the call with each way's extra added (`via_host`: the fabric takes
+// the call through pinned host copies); ties go to IPC direct.
 SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, CollKind kind, double bytes,
-                                   double ipc_model_us, double fabric_model_us);
+                                   bool via_host, double ipc_model_us, double fabric_model_us);
 
 }  // namespace efacoll

@@ -45,7 +45,9 @@ bool HostGpuRuntime::Counts::in_freed_memory(const void* p, size_t bytes) const 
   return it->first + it->second > begin;
 }
 
-Status HostGpuRuntime::alloc_device(int, size_t bytes, void** out) {
+Status HostGpuRuntime::alloc_device(int device, size_t bytes, void** out) {
+  if (device >= 0 && refuse_device_bytes && bytes == refuse_device_bytes)
+    return Status(Code::kCuda, "out of device memory (refused by the test)");
   *out = std::calloc(1, bytes ? bytes : 1);
   if (*out == nullptr) return Status(Code::kInternal, "out of memory");
   if (counts_->keep_freed) {

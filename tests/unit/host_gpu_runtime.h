@@ -74,6 +74,8 @@ class HostGpuRuntime : public GpuRuntime {
   // Sleeps standing in for processes taking turns on a shared GPU: in synchronize() (IPC
   // direct's first step) and in each copy to or from pinned host memory (the host path's).
   std::chrono::microseconds synchronize_wait{0}, pinned_copy_wait{0};
+  // A device allocation of exactly this many bytes fails (0: none), as on a full GPU.
+  size_t refuse_device_bytes = 0;
 
  private:
   void wait_for_kernels();

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "host_gpu_runtime.h"
 #include "reference.h"
@@ -20,16 +21,18 @@ struct Waits {
   std::chrono::microseconds synchronize{0}, pinned_copy{0};
 };
 
-RankSetup shared_gpu_setup(Waits waits) {
+// `refusing_rank`'s runtime (-1: none) fails device allocations of `refused_bytes`.
+RankSetup shared_gpu_setup(Waits waits, int refusing_rank = -1, size_t refused_bytes = 0) {
   RankSetup setup;
   setup.config.chunk_bytes = 16384;
   setup.config.timeout = std::chrono::milliseconds(20000);  // a deadlock fails, not hangs
   auto counts = std::make_shared<HostGpuRuntime::Counts>();
-  setup.gpu = [counts, waits](int) {
+  setup.gpu = [counts, waits, refusing_rank, refused_bytes](int rank) {
     auto rt = std::make_unique<HostGpuRuntime>(counts, /*in_process_ipc=*/true);
     rt->one_shared_gpu = true;
     rt->synchronize_wait = waits.synchronize;
     rt->pinned_copy_wait = waits.pinned_copy;
+    if (rank == refusing_rank) rt->refuse_device_bytes = refused_bytes;
     return rt;
   };
   return setup;
@@ -61,13 +64,13 @@ bool ran_ipc_direct(const Engine& engine) {
 }
 
 // Processes that take turns on the GPU: IPC direct first synchronizes with the device, which
-// here waits 10 ms for a turn (host memory cannot be exported, so it then takes its rounds
+// here waits 30 ms for a turn (host memory cannot be exported, so it then takes its rounds
 // through the IPC workspaces); the host path does not. So calls of every size measured go
 // through the fabric: pinned host copies up to EFACOLL_GPU_HOST_PATH_MAX, the staged fabric past
 // it.
 TEST(SharedGpu, IpcDirectSlowedByTurnsGivesWayToTheFabric) {
   Waits waits;
-  waits.synchronize = std::chrono::milliseconds(10);
+  waits.synchronize = std::chrono::milliseconds(30);
   const int n = 3;
   const auto failures = run_ranks(n, shared_gpu_setup(waits), [&](RankContext& c) {
     for (size_t count : {size_t(256), size_t(4096), size_t(50000)}) {
@@ -87,12 +90,12 @@ TEST(SharedGpu, IpcDirectSlowedByTurnsGivesWayToTheFabric) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// Copies through pinned host memory that wait for a turn (2 ms each): the host path makes two a
+// Copies through pinned host memory that wait for a turn (10 ms each): the host path makes two a
 // call (in and out), IPC direct none, so IPC direct takes the small calls that the host path
 // would take without the measurement.
 TEST(SharedGpu, SlowCopiesKeepSmallCallsOnIpcDirect) {
   Waits waits;
-  waits.pinned_copy = std::chrono::milliseconds(2);
+  waits.pinned_copy = std::chrono::milliseconds(10);
   const int n = 2;
   const auto failures = run_ranks(n, shared_gpu_setup(waits), [&](RankContext& c) {
     for (size_t count : {size_t(64), size_t(1000)}) {
@@ -108,30 +111,71 @@ TEST(SharedGpu, SlowCopiesKeepSmallCallsOnIpcDirect) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// With the tuner off (EFACOLL_TUNE=off) nothing is measured and the rule stands, slow host copies
-// or not: small calls through the host, larger ones IPC direct.
-TEST(SharedGpu, TheRuleStandsWithTheTunerOff) {
-  Waits waits;
-  waits.pinned_copy = std::chrono::milliseconds(2);
-  RankSetup setup = shared_gpu_setup(waits);
-  setup.config.tune = false;
+// On 2 ranks, an allreduce of 1,000 and one of 50,000 int32 checked, each run as the rule says
+// where nothing is measured: through host copies where a rank moves at most
+// EFACOLL_GPU_HOST_PATH_MAX bytes, else IPC direct.
+std::vector<std::string> run_under_the_rule(const RankSetup& setup) {
   const int n = 2;
-  const auto failures = run_ranks(n, setup, [&](RankContext& c) {
+  return run_ranks(n, setup, [&](RankContext& c) {
     for (size_t count : {size_t(1000), size_t(50000)}) {
       const std::string wrong =
           check_allreduce_in_place(c.comm, c.rank, n, count, MemKind::kDevice);
       if (!wrong.empty()) c.failures->push_back(std::to_string(count) + ": " + wrong);
       const bool small = count * sizeof(int32_t) * 2 <= setup.config.gpu_host_path_max;
-      if (ran_ipc_direct(c.engine) == small) {
+      if (ran_ipc_direct(c.engine) == small)
         c.failures->push_back(std::to_string(count) + " ran " + c.engine.last_algorithm());
-      }
     }
   });
-  for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// The measured extras as 2 ranks on one H200 showed them (2026-12-04, us over the model's
-// predictions at 1 KiB, 64 KiB and 1 MiB; "plain": processes taking turns, "mps": under MPS).
+// With the tuner off (EFACOLL_TUNE=off) nothing is measured and the rule stands, slow host copies
+// or not.
+TEST(SharedGpu, TheRuleStandsWithTheTunerOff) {
+  Waits waits;
+  waits.pinned_copy = std::chrono::milliseconds(10);
+  RankSetup setup = shared_gpu_setup(waits);
+  setup.config.tune = false;
+  for (const auto& f : run_under_the_rule(setup)) ADD_FAILURE() << f;
+}
+
+// One rank cannot make the measurement's buffers (1 MiB, the largest point on 2 ranks): every
+// rank learns it before any timed call, none waits for the other, and the rule stands on both.
+TEST(SharedGpu, ARankWithoutTheMeasurementsBuffersLeavesTheRuleInPlace) {
+  Waits waits;
+  waits.pinned_copy = std::chrono::milliseconds(10);
+  const RankSetup setup = shared_gpu_setup(waits, /*refusing_rank=*/1, size_t(1) << 20);
+  for (const auto& f : run_under_the_rule(setup)) ADD_FAILURE() << f;
+}
+
+// A rank's bytes on the host copies' path: allreduce sends and receives the whole vector, the
+// others the whole and one block (engine/ring_plan.h, most_bytes_of_a_rank).
+size_t moved(CollKind kind, size_t bytes, int n) {
+  return kind == CollKind::kAllreduce ? 2 * bytes : bytes + bytes / n;
+}
+
+TEST(SharedGpuPaths, PointsFallOnBothOfTheFabricsWays) {
+  const size_t max = 65536, mib = size_t(1) << 20;
+  EXPECT_EQ(shared_gpu_points(CollKind::kAllreduce, 2, max),
+            (std::vector<size_t>{1024, 32768, 65536, mib}));
+  EXPECT_EQ(shared_gpu_points(CollKind::kAllgather, 2, max),
+            (std::vector<size_t>{1024, 43688, 87376, mib}));
+  for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    for (int n : {2, 3, 7, 1024}) {
+      const std::vector<size_t> points = shared_gpu_points(kind, n, max);
+      ASSERT_EQ(points.size(), 4u) << coll_name(kind) << " on " << n;
+      const size_t unit = kind == CollKind::kAllreduce ? 4 : 4 * static_cast<size_t>(n);
+      for (size_t p : points) EXPECT_EQ(p % unit, 0u) << p << " on " << n;
+      // The second point is the largest call on the host copies, the third is past them.
+      EXPECT_LE(moved(kind, points[1], n), max);
+      EXPECT_GT(moved(kind, points[1] + unit, n), max);
+      EXPECT_GT(moved(kind, points[2], n), max);
+      EXPECT_LE(points.back(), mib);
+    }
+  }
+  // No call takes the host copies: latency-bound and 1 MiB only.
+  EXPECT_EQ(shared_gpu_points(CollKind::kAllreduce, 2, 0), (std::vector<size_t>{1024, mib}));
+}
+
 TEST(SharedGpuPaths, ExtrasInterpolateBetweenPointsAndHoldOutside) {
   PathExtra e;
   e.add(1024, 100);
@@ -146,33 +190,43 @@ TEST(SharedGpuPaths, ExtrasInterpolateBetweenPointsAndHoldOutside) {
   EXPECT_DOUBLE_EQ(PathExtra().at(4096), 0);
 }
 
+// Allgather on 2 ranks sharing one H200 without MPS (2026-12-04, the measurement's INFO line):
+// IPC direct 570.5, 485.1 and 529.9 us at 1 KiB, 64 KiB and 1 MiB (predicted 25.0, 25.1, 26.6);
+// the ring through host copies 203.7 at 1 KiB (predicted 3.2), staged 234.8 and 251.6 at 64 KiB
+// and 1 MiB (predicted 9.4 and 53.9).
 SharedGpuPaths plain_allgather_h200() {
   SharedGpuPaths p;
   const int k = static_cast<int>(CollKind::kAllgather);
-  // IPC direct measured 511, 494, 491 us (predicted 25.0, 25.1, 26.6); the ring through the
-  // host 179, 252, 280 (predicted 5.1, 11.8, 106.8).
-  p.ipc[k].add(1024, 511 - 25.0);
-  p.ipc[k].add(65536, 494 - 25.1);
-  p.ipc[k].add(1 << 20, 491 - 26.6);
-  p.fabric[k].add(1024, 179 - 5.1);
-  p.fabric[k].add(65536, 252 - 11.8);
-  p.fabric[k].add(1 << 20, 280 - 106.8);
+  p.ipc[k].add(1024, 570.5 - 25.0);
+  p.ipc[k].add(65536, 485.1 - 25.1);
+  p.ipc[k].add(1 << 20, 529.9 - 26.6);
+  p.host_copies[k].add(1024, 203.7 - 3.2);
+  p.staged[k].add(65536, 234.8 - 9.4);
+  p.staged[k].add(1 << 20, 251.6 - 53.9);
   p.measured = true;
   return p;
 }
 
 TEST(SharedGpuPaths, PicksWhatTheH200MeasuredFaster) {
   const SharedGpuPaths p = plain_allgather_h200();
-  // 256 KiB: the ring 279 us, IPC direct 494 (model: 29.7 and 25.4).
-  SharedGpuPick at = pick_shared_gpu_path(p, CollKind::kAllgather, 262144, 25.4, 29.7);
-  EXPECT_TRUE(at.fabric);
+  const CollKind ag = CollKind::kAllgather;
+  // 256 KiB, staged: the ring ran 279 us, IPC direct 475-494 (the model: 29.7 and 25.4).
+  SharedGpuPick at = pick_shared_gpu_path(p, ag, 262144, false, 25.4, 29.7);
+  EXPECT_TRUE(at.fabric_faster);
   EXPECT_GT(at.ipc_us, 400);
   EXPECT_LT(at.fabric_us, 300);
-  // 4 MiB: IPC direct 502 us, the ring 534 (model: 31.4 and 736.3).
-  at = pick_shared_gpu_path(p, CollKind::kAllgather, 4 << 20, 31.4, 736.3);
-  EXPECT_FALSE(at.fabric);
-  // Nothing measured: IPC direct whatever the model says.
-  EXPECT_FALSE(pick_shared_gpu_path(SharedGpuPaths(), CollKind::kAllgather, 1024, 25, 5).fabric);
+  EXPECT_NEAR(at.fabric_us - at.fabric_extra_us, 29.7, 1e-9);
+  // 16 KiB through host copies: the staged series does not apply.
+  at = pick_shared_gpu_path(p, ag, 16384, true, 25.0, 8.9);
+  EXPECT_TRUE(at.fabric_faster);
+  EXPECT_NEAR(at.fabric_extra_us, 203.7 - 3.2, 1e-9);
+  // 4 MiB: IPC direct 502-511 us, the ring 534-717 (the model: 31.4 and 736.3).
+  EXPECT_FALSE(pick_shared_gpu_path(p, ag, 4 << 20, false, 31.4, 736.3).fabric_faster);
+  // Not measured, or given up: IPC direct whatever the model says (the caller's rule applies).
+  EXPECT_FALSE(pick_shared_gpu_path(SharedGpuPaths(), ag, 1024, true, 25, 5).fabric_faster);
+  SharedGpuPaths given_up = p;
+  given_up.given_up = true;
+  EXPECT_FALSE(pick_shared_gpu_path(given_up, ag, 262144, false, 25.4, 29.7).fabric_faster);
 }
 
 }  // namespace
