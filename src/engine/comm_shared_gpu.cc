@@ -98,15 +98,19 @@ Status Comm::measure_shared_gpu(int device) {
   std::vector<int32_t> readies(size_);
   EFACOLL_RETURN_IF_ERROR(host_allgather(&ready, sizeof(ready), readies.data()));
   paths.measured = true;
+  std::string unready;
   for (int r = 0; r < size_; ++r) {
-    if (!readies[r]) {
-      paths.given_up = true;
-      EFACOLL_WARN(kTune,
-                   "communicator %u, ranks sharing GPUs: rank %d could not make the measurement's "
-                   "buffers (%s); small calls go through host copies, larger ones IPC direct",
-                   id_, r, st.is_ok() ? "see its log" : st.to_string().c_str());
-      return Status::ok();
-    }
+    if (!readies[r]) unready += (unready.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!unready.empty()) {
+    paths.given_up = true;
+    EFACOLL_WARN(kTune,
+                 "communicator %u, ranks sharing GPUs: rank(s) %s could not make the "
+                 "measurement's buffers%s%s; small calls go through host copies, larger ones IPC "
+                 "direct",
+                 id_, unready.c_str(),
+                 st.is_ok() ? "" : ", here: ", st.is_ok() ? "" : st.to_string().c_str());
+    return Status::ok();
   }
   const bool was_user_call = user_call_;
   user_call_ = false;  // not the user's: no online trials start here
@@ -179,14 +183,20 @@ Status Comm::measure_shared_gpu(int device) {
   // shapes must still reach the online trials (a 32 KiB allreduce kept recursive doubling,
   // 1.12-1.24x the ring, where the trials had kept the ring).
   tuned_.clear();
+  // A timed call that failed here fails its peers' too (they wait for this rank until the
+  // timeout, or end as a mismatch), and the gathering after it: every rank ends here with an
+  // error, gives up and keeps the rule, instead of measuring again at every call.
+  if (st.is_ok()) {
+    std::vector<double> all(times.size() * size_);
+    st = host_allgather(times.data(), times.size() * sizeof(double), all.data());
+    if (st.is_ok()) times.swap(all);
+  }
   if (!st.is_ok()) {
-    paths.measured = false;  // the call fails on every rank; the next one measures again
+    paths.given_up = true;
     return st;
   }
-  std::vector<double> all(times.size() * size_);
-  Status gathered = host_allgather(times.data(), times.size() * sizeof(double), all.data());
-  if (!gathered.is_ok()) paths.measured = false;
-  EFACOLL_RETURN_IF_ERROR(gathered);
+  const std::vector<double>& all = times;
+  const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;
   size_t i = 0, at = 0;
   for (int k = 0; k < 3; ++k) {
@@ -194,7 +204,7 @@ Status Comm::measure_shared_gpu(int device) {
       double slowest[2] = {0, 0};
       for (int way = 0; way < 2; ++way) {
         for (int r = 0; r < size_; ++r)
-          slowest[way] = std::max(slowest[way], all[r * times.size() + i + way]);
+          slowest[way] = std::max(slowest[way], all[r * per_rank + i + way]);
       }
       paths.ipc[k].add(sizes[at], slowest[0] - predicted[i]);
       (via_host_at[at] ? paths.host_copies[k] : paths.staged[k])

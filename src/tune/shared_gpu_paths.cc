@@ -7,14 +7,16 @@ namespace efacoll {
 std::vector<size_t> shared_gpu_points(CollKind kind, int nranks, size_t host_path_max) {
   const size_t n = static_cast<size_t>(std::max(nranks, 1));
   const size_t unit = kind == CollKind::kAllreduce ? sizeof(float) : sizeof(float) * n;
+  // Past 4 MiB no host-copies point is under 1 MiB; the cap keeps max * n from overflowing.
+  const size_t max = std::min(host_path_max, size_t(4) << 20);
   // Allreduce: a rank sends and receives the whole vector; the others the whole and one block.
-  size_t host_largest =
-      kind == CollKind::kAllreduce ? host_path_max / 2 : host_path_max * n / (n + 1);
+  size_t host_largest = kind == CollKind::kAllreduce ? max / 2 : max * n / (n + 1);
   host_largest -= host_largest % unit;
   const size_t one_mib = size_t(1) << 20;
   std::vector<size_t> points;
   for (size_t bytes : {size_t(1024), host_largest, 2 * host_largest, one_mib}) {
-    // 0: no call takes the host copies; past 1 MiB, the 1 MiB point stands for it.
+    // 0: no call takes the host copies; past 1 MiB, the 1 MiB point stands for it (on the
+    // other series where that one has no point: pick_shared_gpu_path).
     if (bytes == 0 || bytes > one_mib) continue;
     points.push_back(std::max(bytes - bytes % unit, unit));
   }
@@ -48,7 +50,11 @@ SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, CollKind kind, d
   const int k = static_cast<int>(kind);
   SharedGpuPick pick;
   pick.ipc_us = ipc_model_us + paths.ipc[k].at(bytes);
-  pick.fabric_extra_us = (via_host ? paths.host_copies[k] : paths.staged[k]).at(bytes);
+  // A series without points (every measured size on the other way: a host-copies limit of
+  // 2 MiB or more, or of 0) borrows the other's.
+  const PathExtra* fabric = via_host ? &paths.host_copies[k] : &paths.staged[k];
+  if (fabric->points == 0) fabric = via_host ? &paths.staged[k] : &paths.host_copies[k];
+  pick.fabric_extra_us = fabric->at(bytes);
   pick.fabric_us = fabric_model_us + pick.fabric_extra_us;
   pick.fabric_faster = paths.measured && !paths.given_up && pick.fabric_us < pick.ipc_us;
   return pick;

@@ -2,7 +2,7 @@
 // fabric, from times measured on that communicator (Comm::measure_shared_gpu). Every way waits
 // for the GPU to turn from one process's context to another's, which the link figures cannot
 // price: without MPS a time slice (2 ranks on one H200, 2026-12-04: IPC direct 480-600 us a call
-// where 25-76 were predicted, the fabric 180-460 where 4-440 were), with MPS a few microseconds.
+// where 25-76 were predicted, the fabric 40-480 where 4-480 were), with MPS a few microseconds.
 // Each way's measured time over its model prediction (its extra) is interpolated between the
 // measured sizes and added to its prediction at the call's size. The fabric has two ways for GPU
 // buffers, measured apart: pinned host copies for calls in which no rank moves more than

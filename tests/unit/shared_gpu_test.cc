@@ -4,6 +4,7 @@
 // where processes would wait for their turn on it.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -172,8 +173,11 @@ TEST(SharedGpuPaths, PointsFallOnBothOfTheFabricsWays) {
       EXPECT_LE(points.back(), mib);
     }
   }
-  // No call takes the host copies: latency-bound and 1 MiB only.
+  // No call takes the host copies, or every call up to past 1 MiB does: 1 KiB and 1 MiB only
+  // (and no overflow of the limit times the ranks).
   EXPECT_EQ(shared_gpu_points(CollKind::kAllreduce, 2, 0), (std::vector<size_t>{1024, mib}));
+  EXPECT_EQ(shared_gpu_points(CollKind::kAllgather, 1024, SIZE_MAX),
+            (std::vector<size_t>{4096, mib}));
 }
 
 TEST(SharedGpuPaths, ExtrasInterpolateBetweenPointsAndHoldOutside) {
@@ -227,6 +231,17 @@ TEST(SharedGpuPaths, PicksWhatTheH200MeasuredFaster) {
   SharedGpuPaths given_up = p;
   given_up.given_up = true;
   EXPECT_FALSE(pick_shared_gpu_path(given_up, ag, 262144, false, 25.4, 29.7).fabric_faster);
+}
+
+// A host-copies limit past 1 MiB puts every measured size on the host copies: staged calls
+// borrow that series rather than go unpriced (the bare model against IPC direct's 500 us).
+TEST(SharedGpuPaths, AWayWithoutPointsBorrowsTheOthers) {
+  SharedGpuPaths p = plain_allgather_h200();
+  const int k = static_cast<int>(CollKind::kAllgather);
+  p.staged[k] = PathExtra();
+  const SharedGpuPick at = pick_shared_gpu_path(p, CollKind::kAllgather, 4 << 20, false, 31.4, 20);
+  EXPECT_NEAR(at.fabric_extra_us, 203.7 - 3.2, 1e-9);
+  EXPECT_TRUE(at.fabric_faster);
 }
 
 }  // namespace
