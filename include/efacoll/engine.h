@@ -316,6 +316,11 @@ class Comm {
   bool shared_gpu_tuned(Algo forced) const;
   // The tuner's fabric algorithm on the call's own buffers (host or GPU memory).
   Status run_planned_schedule(const CollArgs& args, RingPlan& plan);
+  // A GPU call the fabric runs through pinned host copies: no rank moves more than
+  // EFACOLL_GPU_HOST_PATH_MAX bytes (else the staged pipeline).
+  bool takes_host_copies(CollKind kind, const RingArgs& ring) const;
+  // The model's prediction for the fabric's pick (nothing measured added, no trials).
+  double fabric_model_us(CollKind kind, const RingArgs& ring) const;
   // comm_shared_gpu.cc: IPC direct and the fabric timed at a few sizes per collective
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
   Status measure_shared_gpu(int device);

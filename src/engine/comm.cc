@@ -184,6 +184,16 @@ Status Comm::run_planned_schedule(const CollArgs& args, RingPlan& plan) {
   return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
 }
 
+bool Comm::takes_host_copies(CollKind kind, const RingArgs& ring) const {
+  return most_bytes_of_a_rank(kind, ring) <= engine_->config_.gpu_host_path_max;
+}
+
+double Comm::fabric_model_us(CollKind kind, const RingArgs& ring) const {
+  const EngineConfig& config = engine_->config_;
+  return tune_algo(model_, algo_inputs(kind, ring, hier_per_node_, config), config.algo, false)
+      .predicted_us;
+}
+
 std::unique_lock<std::mutex>* Comm::lendable_lock() const {
   return parent_ ? parent_->lendable_lock() : yield_lock_;
 }
@@ -237,8 +247,7 @@ Status Comm::run_locked(const CollArgs& args) {
   }
   // Off the low-latency protocol where peers may be on it (comm_ll_paths.cc).
   const bool watch = in_node && ipc_->ll_usable && !ll;
-  if (!ll && !ipc_chosen &&
-      most_bytes_of_a_rank(args.kind, plan.ring) <= engine_->config_.gpu_host_path_max) {
+  if (!ll && !ipc_chosen && takes_host_copies(args.kind, plan.ring)) {
     if (watch) watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, plan.ring));
     Status st =
         run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);

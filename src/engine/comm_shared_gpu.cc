@@ -28,6 +28,7 @@ constexpr int kRepeats = 7;
 constexpr int kBatch = 3;
 constexpr CollKind kKinds[] = {CollKind::kAllreduce, CollKind::kAllgather,
                                CollKind::kReduceScatter};
+constexpr int kNumKinds = sizeof(kKinds) / sizeof(kKinds[0]);
 
 // A call shape's key among the picks kept: its bytes, collective, whether in place and whether
 // the fabric takes it through host copies (a reduce-scatter's uneven blocks change that alone).
@@ -40,18 +41,14 @@ uint64_t pick_key(size_t bytes, CollKind kind, bool inplace, bool via_host) {
 
 Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
                             NodePath* path) {
-  const EngineConfig& config = engine_->config_;
   const size_t bytes = call_bytes(plan.ring);
-  const bool via_host = most_bytes_of_a_rank(args.kind, plan.ring) <= config.gpu_host_path_max;
+  const bool via_host = takes_host_copies(args.kind, plan.ring);
   const uint64_t key = pick_key(bytes, args.kind, args.inplace, via_host);
   // Kept per call shape, as the tuner's picks: predicting the fabric's candidates takes longer
   // than a small IPC direct call under MPS (a 2 MiB allreduce on one H200: 67 us against 46).
   auto it = ipc_->shared_picks.find(key);
   if (it == ipc_->shared_picks.end()) {
-    const double fabric_us =
-        tune_algo(model_, algo_inputs(args.kind, plan.ring, hier_per_node_, config), config.algo,
-                  false)
-            .predicted_us;
+    const double fabric_us = fabric_model_us(args.kind, plan.ring);
     if (ipc_->shared_picks.size() >= kSharedPickShapes) ipc_->shared_picks.clear();
     const SharedGpuPick pick = pick_shared_gpu_path(ipc_->shared_paths, args.kind, bytes, via_host,
                                                     ipc_model_us, fabric_us);
@@ -79,9 +76,9 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
 Status Comm::measure_shared_gpu(int device) {
   SharedGpuPaths& paths = ipc_->shared_paths;
   const EngineConfig& config = engine_->config_;
-  std::vector<size_t> points[3];
+  std::vector<size_t> points[kNumKinds];
   size_t most = 0;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < kNumKinds; ++k) {
     points[k] = shared_gpu_points(kKinds[k], size_, config.gpu_host_path_max);
     most = std::max(most, points[k].back());
   }
@@ -119,7 +116,7 @@ Status Comm::measure_shared_gpu(int device) {
   std::vector<double> times, predicted, sizes;
   std::vector<int32_t> via_host_at;
   std::vector<size_t> recvcounts(size_);
-  for (int k = 0; k < 3 && st.is_ok(); ++k) {
+  for (int k = 0; k < kNumKinds && st.is_ok(); ++k) {
     const CollKind kind = kKinds[k];
     for (size_t point : points[k]) {
       const size_t floats = point / sizeof(float);
@@ -145,7 +142,7 @@ Status Comm::measure_shared_gpu(int device) {
       in.nranks = size_;
       in.bytes = call_bytes(plan.ring);
       const bool direct = ipc_direct_possible(a);
-      const bool via_host = most_bytes_of_a_rank(kind, plan.ring) <= config.gpu_host_path_max;
+      const bool via_host = takes_host_copies(kind, plan.ring);
       std::vector<double> t[2];
       for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
         for (int way = 0; way < 2 && st.is_ok(); ++way) {
@@ -171,9 +168,7 @@ Status Comm::measure_shared_gpu(int device) {
         times.push_back(t[way][t[way].size() / 2]);
       }
       predicted.push_back(predict_node_us(model_, Algo::kIpc, in));
-      predicted.push_back(tune_algo(model_, algo_inputs(kind, plan.ring, hier_per_node_, config),
-                                    config.algo, false)
-                              .predicted_us);
+      predicted.push_back(fabric_model_us(kind, plan.ring));
       sizes.push_back(static_cast<double>(in.bytes));
       via_host_at.push_back(via_host);
     }
@@ -199,7 +194,7 @@ Status Comm::measure_shared_gpu(int device) {
   const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;
   size_t i = 0, at = 0;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < kNumKinds; ++k) {
     for (size_t n = 0; n < points[k].size(); ++n, i += 2, ++at) {
       double slowest[2] = {0, 0};
       for (int way = 0; way < 2; ++way) {
