@@ -321,6 +321,9 @@ class Comm {
   bool takes_host_copies(CollKind kind, const RingArgs& ring) const;
   // The model's prediction for the fabric's pick (nothing measured added, no trials).
   double fabric_model_us(CollKind kind, const RingArgs& ring) const;
+  // The fabric's algorithms the user's calls of this shape may run: those the online trials
+  // would run in turn (the model's pick first), or with trials off the pick alone.
+  std::vector<TunedChoice> fabric_candidates(CollKind kind, const RingArgs& ring) const;
   // comm_shared_gpu.cc: IPC direct and the fabric timed at a few sizes per collective
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
   Status measure_shared_gpu(int device);
@@ -397,6 +400,8 @@ class Comm {
   // Added to the prediction the fabric path records (last_choice_): where ranks share a GPU, the
   // measured time over the model's (set by node_protocol, cleared by each run_locked).
   double node_fabric_extra_us_ = 0;
+  // Set while the shared-GPU measurement times a fabric candidate: plan_schedule runs it.
+  const TunedChoice* timed_choice_ = nullptr;
   // The user call now running, where it runs a candidate on trial (reset by run()).
   struct TrialCall {
     bool running = false;  // it runs a candidate of trials_[key]

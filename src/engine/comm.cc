@@ -171,7 +171,9 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
 }
 
 Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
-  engine_->last_choice_ = choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
+  engine_->last_choice_ =
+      timed_choice_ ? *timed_choice_
+                    : choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
   engine_->last_choice_.predicted_us += node_fabric_extra_us_;
   EFACOLL_RETURN_IF_ERROR(trial_call_.status);
   return build(kind, ring, hier_per_node_, engine_->last_choice_, schedule);

@@ -18,6 +18,7 @@
 #include "tune/algo.h"
 #include "tune/cost_model.h"
 #include "tune/shared_gpu_paths.h"
+#include "tune/trials.h"
 
 namespace efacoll {
 namespace {
@@ -73,6 +74,13 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
   return Status::ok();
 }
 
+std::vector<TunedChoice> Comm::fabric_candidates(CollKind kind, const RingArgs& ring) const {
+  const EngineConfig& config = engine_->config_;
+  const AlgoInputs in = algo_inputs(kind, ring, hier_per_node_, config);
+  if (config.tune_trials > 0 && in.bytes > 0) return near_candidates(model_, in, kTrialMargin);
+  return {tune_algo(model_, in, config.algo, false)};
+}
+
 Status Comm::measure_shared_gpu(int device) {
   SharedGpuPaths& paths = ipc_->shared_paths;
   const EngineConfig& config = engine_->config_;
@@ -112,9 +120,12 @@ Status Comm::measure_shared_gpu(int device) {
   const bool was_user_call = user_call_;
   user_call_ = false;  // not the user's: no online trials start here
   const size_t chunk = std::min(config.chunk_bytes, engine_->transport_->info().max_msg_size);
-  // Per collective and size: IPC direct's time and prediction, then the fabric's.
+  // Per collective and size: IPC direct's time, then each fabric candidate's; the predictions of
+  // IPC direct and of the model's fabric pick.
   std::vector<double> times, predicted, sizes;
   std::vector<int32_t> via_host_at;
+  std::vector<size_t> ways_at;     // per point: IPC direct and the fabric's candidates
+  std::vector<Algo> fabric_algos;  // the candidates, point after point
   std::vector<size_t> recvcounts(size_);
   for (int k = 0; k < kNumKinds && st.is_ok(); ++k) {
     const CollKind kind = kKinds[k];
@@ -143,9 +154,13 @@ Status Comm::measure_shared_gpu(int device) {
       in.bytes = call_bytes(plan.ring);
       const bool direct = ipc_direct_possible(a);
       const bool via_host = takes_host_copies(kind, plan.ring);
-      std::vector<double> t[2];
+      const std::vector<TunedChoice> fabric = fabric_candidates(kind, plan.ring);
+      // Way 0 is IPC direct, way 1 + i the fabric's candidate i.
+      const size_t ways = 1 + fabric.size();
+      std::vector<std::vector<double>> t(ways);
       for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
-        for (int way = 0; way < 2 && st.is_ok(); ++way) {
+        for (size_t way = 0; way < ways && st.is_ok(); ++way) {
+          timed_choice_ = way ? &fabric[way - 1] : nullptr;
           const auto start = std::chrono::steady_clock::now();
           for (int b = 0; b < kBatch && st.is_ok(); ++b) {
             RingPlan p = plan;
@@ -162,11 +177,14 @@ Status Comm::measure_shared_gpu(int device) {
           if (rep >= 0) t[way].push_back(spent.count() / kBatch);
         }
       }
+      timed_choice_ = nullptr;
       if (!st.is_ok()) break;
-      for (int way = 0; way < 2; ++way) {
-        std::sort(t[way].begin(), t[way].end());
-        times.push_back(t[way][t[way].size() / 2]);
+      for (std::vector<double>& way : t) {
+        std::sort(way.begin(), way.end());
+        times.push_back(way[way.size() / 2]);
       }
+      ways_at.push_back(ways);
+      for (const TunedChoice& c : fabric) fabric_algos.push_back(c.algo);
       predicted.push_back(predict_node_us(model_, Algo::kIpc, in));
       predicted.push_back(fabric_model_us(kind, plan.ring));
       sizes.push_back(static_cast<double>(in.bytes));
@@ -193,24 +211,30 @@ Status Comm::measure_shared_gpu(int device) {
   const std::vector<double>& all = times;
   const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;
-  size_t i = 0, at = 0;
+  size_t first = 0, at = 0;  // the point's first time in a rank's; the point
   for (int k = 0; k < kNumKinds; ++k) {
-    for (size_t n = 0; n < points[k].size(); ++n, i += 2, ++at) {
-      double slowest[2] = {0, 0};
-      for (int way = 0; way < 2; ++way) {
+    for (size_t n = 0; n < points[k].size(); ++n, first += ways_at[at], ++at) {
+      std::vector<double> slowest(ways_at[at], 0);
+      for (size_t way = 0; way < slowest.size(); ++way) {
         for (int r = 0; r < size_; ++r)
-          slowest[way] = std::max(slowest[way], all[r * per_rank + i + way]);
+          slowest[way] = std::max(slowest[way], all[r * per_rank + first + way]);
       }
-      paths.ipc[k].add(sizes[at], slowest[0] - predicted[i]);
+      // The fabric as the user's calls will run it: the candidate the trials would keep.
+      const std::vector<double> fabric(slowest.begin() + 1, slowest.end());
+      const size_t kept = trial_winner(fabric);
+      const double ipc_predicted = predicted[2 * at], fabric_predicted = predicted[2 * at + 1];
+      paths.ipc[k].add(sizes[at], slowest[0] - ipc_predicted);
       (via_host_at[at] ? paths.host_copies[k] : paths.staged[k])
-          .add(sizes[at], slowest[1] - predicted[i + 1]);
-      char part[200];
+          .add(sizes[at], fabric[kept] - fabric_predicted);
+      char part[240];
       std::snprintf(part, sizeof(part),
-                    "%s%s %s: IPC direct %.1f us (predicted %.1f), fabric %s %.1f (%.1f)",
+                    "%s%s %s: IPC direct %.1f us (predicted %.1f), fabric %s %.1f (%.1f) by %s",
                     text.empty() ? "" : ", ", coll_name(kKinds[k]),
-                    size_text(static_cast<size_t>(sizes[at])).c_str(), slowest[0], predicted[i],
-                    via_host_at[at] ? "host copies" : "staged", slowest[1], predicted[i + 1]);
+                    size_text(static_cast<size_t>(sizes[at])).c_str(), slowest[0], ipc_predicted,
+                    via_host_at[at] ? "host copies" : "staged", fabric[kept], fabric_predicted,
+                    algo_name(fabric_algos[first - at + kept], kKinds[k]));
       text += part;
+      if (fabric.size() > 1) text += " of " + std::to_string(fabric.size()) + " on trial";
     }
   }
   EFACOLL_INFO(kTune, "communicator %u, ranks sharing GPUs, measured: %s", id_, text.c_str());

@@ -39,27 +39,6 @@ RankSetup shared_gpu_setup(Waits waits, int refusing_rank = -1, size_t refused_b
   return setup;
 }
 
-// An int32 allgather of `count` elements a rank on "GPU" buffers, checked against every rank's
-// make_input: "" when exact.
-std::string check_allgather(Comm& comm, int rank, int nranks, size_t count) {
-  const Bytes send = make_input(DType::kInt32, ROp::kSum, rank, count);
-  Bytes recv(send.size() * nranks, 0x5a), want;
-  for (int r = 0; r < nranks; ++r) {
-    const Bytes part = make_input(DType::kInt32, ROp::kSum, r, count);
-    want.insert(want.end(), part.begin(), part.end());
-  }
-  CollArgs a;
-  a.kind = CollKind::kAllgather;
-  a.sendbuf = send.data();
-  a.recvbuf = recv.data();
-  a.count = count;
-  a.dtype = DType::kInt32;
-  a.send_mem = a.recv_mem = MemKind::kDevice;
-  a.device = 0;
-  const Status st = comm.run(a);
-  return st.is_ok() ? compare(recv, want, DType::kInt32) : st.to_string();
-}
-
 bool ran_ipc_direct(const Engine& engine) {
   return std::strcmp(engine.last_algorithm(), "IPC direct") == 0;
 }
@@ -81,7 +60,7 @@ TEST(SharedGpu, IpcDirectSlowedByTurnsGivesWayToTheFabric) {
         c.failures->push_back("allreduce " + std::to_string(count) + ": " + wrong);
       if (ran_ipc_direct(c.engine))
         c.failures->push_back("allreduce " + std::to_string(count) + " ran IPC direct");
-      const std::string gathered = check_allgather(c.comm, c.rank, n, count / n);
+      const std::string gathered = check_allgather(c.comm, c.rank, n, count / n, MemKind::kDevice);
       if (!gathered.empty())
         c.failures->push_back("allgather " + std::to_string(count) + ": " + gathered);
       if (ran_ipc_direct(c.engine))

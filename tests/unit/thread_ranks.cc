@@ -137,5 +137,26 @@ std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemK
   return compare_int32_sum(recv, nranks, count);
 }
 
+std::string check_allgather(Comm& comm, int rank, int nranks, size_t count, MemKind memory) {
+  const Bytes input = make_input(DType::kInt32, ROp::kSum, rank, count);
+  Bytes send = input, recv(input.size() * nranks, 0x5a), want;
+  for (int r = 0; r < nranks; ++r) {
+    const Bytes part = make_input(DType::kInt32, ROp::kSum, r, count);
+    want.insert(want.end(), part.begin(), part.end());
+  }
+  CollArgs a;
+  a.kind = CollKind::kAllgather;
+  a.sendbuf = send.data();
+  a.recvbuf = recv.data();
+  a.count = count;
+  a.dtype = DType::kInt32;
+  a.send_mem = a.recv_mem = memory;
+  a.device = 0;
+  const Status st = comm.run(a);
+  if (!st.is_ok()) return st.to_string();
+  if (send != input) return "the send buffer changed";
+  return compare(recv, want, DType::kInt32);
+}
+
 }  // namespace testing
 }  // namespace efacoll

@@ -91,6 +91,10 @@ std::string check_allreduce_in_place(Comm& comm, int rank, int nranks, size_t co
 std::string check_allreduce(Comm& comm, int rank, int nranks, size_t count, MemKind send_memory,
                             MemKind recv_memory);
 
+// An int32 allgather of `count` elements a rank, both buffers told to be `memory`, checked
+// against every rank's make_input: "" when exact. The input must stay as it was.
+std::string check_allgather(Comm& comm, int rank, int nranks, size_t count, MemKind memory);
+
 // Waits (sleeping) until `value` is at least `at_least`: ranks meeting at a point of a test.
 void wait_until(const std::atomic<int>& value, int at_least);
 
