@@ -323,7 +323,9 @@ Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forc
   c = TunedChoice();
   c.algo = ll ? Algo::kLl : Algo::kIpc;
   c.predicted_us = ll ? ll_us : ipc_us;
-  engine_->last_algorithm_ = ll ? "low-latency (IPC)" : "IPC direct";
+  engine_->last_algorithm_ = ll                          ? "low-latency (IPC)"
+                             : ipc_direct_possible(args) ? "IPC direct"
+                                                         : "IPC rounds";
   EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
                 coll_name(args.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
                 ipc_us);

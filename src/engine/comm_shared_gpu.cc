@@ -27,9 +27,6 @@ namespace {
 // both; a batch's calls make one sample (their mean).
 constexpr int kRepeats = 7;
 constexpr int kBatch = 3;
-constexpr CollKind kKinds[] = {CollKind::kAllreduce, CollKind::kAllgather,
-                               CollKind::kReduceScatter};
-constexpr int kNumKinds = sizeof(kKinds) / sizeof(kKinds[0]);
 
 // A call shape's key among the picks kept: its bytes, collective, whether in place and whether
 // the fabric takes it through host copies (a reduce-scatter's uneven blocks change that alone).
@@ -51,8 +48,9 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
   if (it == ipc_->shared_picks.end()) {
     const double fabric_us = fabric_model_us(args.kind, plan.ring);
     if (ipc_->shared_picks.size() >= kSharedPickShapes) ipc_->shared_picks.clear();
-    const SharedGpuPick pick = pick_shared_gpu_path(ipc_->shared_paths, args.kind, bytes, via_host,
-                                                    ipc_model_us, fabric_us);
+    const SharedGpuPick pick =
+        pick_shared_gpu_path(ipc_->shared_paths, shared_gpu_shape(args.kind, args.inplace), bytes,
+                             via_host, ipc_model_us, fabric_us);
     it = ipc_->shared_picks.emplace(key, pick).first;
   }
   const SharedGpuPick& pick = it->second;
@@ -70,7 +68,7 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
   engine_->last_choice_ = TunedChoice();
   engine_->last_choice_.algo = Algo::kIpc;
   engine_->last_choice_.predicted_us = pick.ipc_us;
-  engine_->last_algorithm_ = "IPC direct";
+  engine_->last_algorithm_ = ipc_direct_possible(args) ? "IPC direct" : "IPC rounds";
   return Status::ok();
 }
 
@@ -84,10 +82,10 @@ std::vector<TunedChoice> Comm::fabric_candidates(CollKind kind, const RingArgs& 
 Status Comm::measure_shared_gpu(int device) {
   SharedGpuPaths& paths = ipc_->shared_paths;
   const EngineConfig& config = engine_->config_;
-  std::vector<size_t> points[kNumKinds];
+  std::vector<size_t> points[kNumSharedGpuShapes];
   size_t most = 0;
-  for (int k = 0; k < kNumKinds; ++k) {
-    points[k] = shared_gpu_points(kKinds[k], size_, config.gpu_host_path_max);
+  for (int k = 0; k < kNumSharedGpuShapes; ++k) {
+    points[k] = shared_gpu_points(kSharedGpuShapes[k].kind, size_, config.gpu_host_path_max);
     most = std::max(most, points[k].back());
   }
   // Kept for the communicator's life, never grown: peers keep them mapped by buffer id, and a
@@ -124,17 +122,19 @@ Status Comm::measure_shared_gpu(int device) {
   // IPC direct and of the model's fabric pick.
   std::vector<double> times, predicted, sizes;
   std::vector<int32_t> via_host_at;
-  std::vector<size_t> ways_at;     // per point: IPC direct and the fabric's candidates
+  std::vector<int32_t> direct_at;  // per point: IPC direct, or IPC's rounds
+  std::vector<size_t> ways_at;     // per point: IPC and the fabric's candidates
   std::vector<Algo> fabric_algos;  // the candidates, point after point
   std::vector<size_t> recvcounts(size_);
-  for (int k = 0; k < kNumKinds && st.is_ok(); ++k) {
-    const CollKind kind = kKinds[k];
+  for (int k = 0; k < kNumSharedGpuShapes && st.is_ok(); ++k) {
+    const CollKind kind = kSharedGpuShapes[k].kind;
     for (size_t point : points[k]) {
       const size_t floats = point / sizeof(float);
       const size_t per_rank = std::max<size_t>(floats / size_, 1);
       CollArgs a;
       a.kind = kind;
-      a.sendbuf = send.ptr;
+      a.inplace = kSharedGpuShapes[k].inplace;  // the input in recv
+      a.sendbuf = a.inplace ? nullptr : send.ptr;
       a.recvbuf = recv.ptr;
       a.send_mem = a.recv_mem = MemKind::kDevice;
       a.send_buffer_id = send.buffer_id;
@@ -155,7 +155,7 @@ Status Comm::measure_shared_gpu(int device) {
       const bool direct = ipc_direct_possible(a);
       const bool via_host = takes_host_copies(kind, plan.ring);
       const std::vector<TunedChoice> fabric = fabric_candidates(kind, plan.ring);
-      // Way 0 is IPC direct, way 1 + i the fabric's candidate i.
+      // Way 0 is IPC (direct, or in rounds where it cannot), way 1 + i the fabric's candidate i.
       const size_t ways = 1 + fabric.size();
       std::vector<std::vector<double>> t(ways);
       for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
@@ -184,6 +184,7 @@ Status Comm::measure_shared_gpu(int device) {
         times.push_back(way[way.size() / 2]);
       }
       ways_at.push_back(ways);
+      direct_at.push_back(direct);
       for (const TunedChoice& c : fabric) fabric_algos.push_back(c.algo);
       predicted.push_back(predict_node_us(model_, Algo::kIpc, in));
       predicted.push_back(fabric_model_us(kind, plan.ring));
@@ -212,7 +213,8 @@ Status Comm::measure_shared_gpu(int device) {
   const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;
   size_t first = 0, at = 0;  // the point's first time in a rank's; the point
-  for (int k = 0; k < kNumKinds; ++k) {
+  for (int k = 0; k < kNumSharedGpuShapes; ++k) {
+    const CollKind kind = kSharedGpuShapes[k].kind;
     for (size_t n = 0; n < points[k].size(); ++n, first += ways_at[at], ++at) {
       std::vector<double> slowest(ways_at[at], 0);
       for (size_t way = 0; way < slowest.size(); ++way) {
@@ -227,12 +229,13 @@ Status Comm::measure_shared_gpu(int device) {
       (via_host_at[at] ? paths.host_copies[k] : paths.staged[k])
           .add(sizes[at], fabric[kept] - fabric_predicted);
       char part[240];
-      std::snprintf(part, sizeof(part),
-                    "%s%s %s: IPC direct %.1f us (predicted %.1f), fabric %s %.1f (%.1f) by %s",
-                    text.empty() ? "" : ", ", coll_name(kKinds[k]),
-                    size_text(static_cast<size_t>(sizes[at])).c_str(), slowest[0], ipc_predicted,
-                    via_host_at[at] ? "host copies" : "staged", fabric[kept], fabric_predicted,
-                    algo_name(fabric_algos[first - at + kept], kKinds[k]));
+      std::snprintf(
+          part, sizeof(part), "%s%s%s %s: %s %.1f us (predicted %.1f), fabric %s %.1f (%.1f) by %s",
+          text.empty() ? "" : ", ", coll_name(kind), kSharedGpuShapes[k].inplace ? " in place" : "",
+          size_text(static_cast<size_t>(sizes[at])).c_str(),
+          direct_at[at] ? "IPC direct" : "IPC rounds", slowest[0], ipc_predicted,
+          via_host_at[at] ? "host copies" : "staged", fabric[kept], fabric_predicted,
+          algo_name(fabric_algos[first - at + kept], kind));
       text += part;
       if (fabric.size() > 1) text += " of " + std::to_string(fabric.size()) + " on trial";
     }

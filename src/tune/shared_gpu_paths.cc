@@ -45,9 +45,20 @@ double PathExtra::at(double call_bytes) const {
   return extra_us[points - 1];
 }
 
-SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, CollKind kind, double bytes,
+int shared_gpu_shape(CollKind kind, bool inplace) {
+  int out_of_place = 0;
+  for (int i = 0; i < kNumSharedGpuShapes; ++i) {
+    const SharedGpuShape& shape = kSharedGpuShapes[i];
+    if (shape.kind != kind) continue;
+    if (shape.inplace == inplace) return i;
+    if (!shape.inplace) out_of_place = i;  // stands for in place where that is not measured
+  }
+  return out_of_place;
+}
+
+SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, int shape, double bytes,
                                    bool via_host, double ipc_model_us, double fabric_model_us) {
-  const int k = static_cast<int>(kind);
+  const int k = shape;
   SharedGpuPick pick;
   pick.ipc_us = ipc_model_us + paths.ipc[k].at(bytes);
   // A series without points (every measured size on the other way: a host-copies limit of

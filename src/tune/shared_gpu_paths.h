@@ -32,13 +32,28 @@ struct PathExtra {
   double at(double call_bytes) const;    // 0 with no points
 };
 
+// The call shapes measured apart: each collective, and reduce-scatter in place, which IPC runs
+// in rounds through its workspaces instead of IPC direct (2 ranks on one H200 without MPS,
+// 2026-12-04: 450-510 us a call against 220-270) and the fabric on the input's own buffer.
+struct SharedGpuShape {
+  CollKind kind;
+  bool inplace;
+};
+constexpr SharedGpuShape kSharedGpuShapes[] = {{CollKind::kAllreduce, false},
+                                               {CollKind::kAllgather, false},
+                                               {CollKind::kReduceScatter, false},
+                                               {CollKind::kReduceScatter, true}};
+constexpr int kNumSharedGpuShapes = sizeof(kSharedGpuShapes) / sizeof(kSharedGpuShapes[0]);
+// The shape whose times price a call (in place, allreduce and allgather run as out of place).
+int shared_gpu_shape(CollKind kind, bool inplace);
+
 struct SharedGpuPaths {
   bool measured = false;
   bool given_up = false;  // a rank could not make the measurement's buffers: the rule stands
-  static constexpr int kKinds = static_cast<int>(CollKind::kCount);
-  PathExtra ipc[kKinds];
-  PathExtra host_copies[kKinds];  // the fabric through pinned host copies
-  PathExtra staged[kKinds];       // the fabric's staged pipeline
+  // By shape (kSharedGpuShapes).
+  PathExtra ipc[kNumSharedGpuShapes];
+  PathExtra host_copies[kNumSharedGpuShapes];  // the fabric through pinned host copies
+  PathExtra staged[kNumSharedGpuShapes];       // the fabric's staged pipeline
 };
 
 struct SharedGpuPick {
@@ -47,9 +62,9 @@ struct SharedGpuPick {
   double fabric_extra_us = 0;  // the measured part of fabric_us
 };
 
-// The model's predictions for the call with each way's extra added (`via_host`: the fabric takes
-// the call through pinned host copies); ties go to IPC direct.
-SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, CollKind kind, double bytes,
+// The model's predictions for a call of `shape` with each way's extra added (`via_host`: the
+// fabric takes the call through pinned host copies); ties go to IPC direct.
+SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, int shape, double bytes,
                                    bool via_host, double ipc_model_us, double fabric_model_us);
 
 }  // namespace efacoll

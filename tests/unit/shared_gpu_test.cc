@@ -91,6 +91,58 @@ TEST(SharedGpu, SlowCopiesKeepSmallCallsOnIpcDirect) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
+// An int32 sum reduce-scatter of `count` elements a rank on "GPU" buffers, in place or not,
+// checked against expected_reduction: "" when exact.
+std::string check_reduce_scatter(Comm& comm, int rank, int nranks, size_t count, bool inplace) {
+  const size_t whole = count * nranks;
+  Bytes input = make_input(DType::kInt32, ROp::kSum, rank, whole);
+  Bytes recv(inplace ? input.size() : count * sizeof(int32_t), 0x5a);
+  if (inplace) recv = input;
+  const Bytes all = expected_reduction(DType::kInt32, ROp::kSum, nranks, whole);
+  const Bytes want(all.begin() + rank * count * sizeof(int32_t),
+                   all.begin() + (rank + 1) * count * sizeof(int32_t));
+  std::vector<size_t> counts(nranks, count);
+  CollArgs a;
+  a.kind = CollKind::kReduceScatter;
+  a.inplace = inplace;
+  a.sendbuf = inplace ? nullptr : input.data();
+  a.recvbuf = recv.data();
+  a.recvcounts = counts.data();
+  a.count = count;
+  a.dtype = DType::kInt32;
+  a.op = ROp::kSum;
+  a.send_mem = a.recv_mem = MemKind::kDevice;
+  a.device = 0;
+  const Status st = comm.run(a);
+  if (!st.is_ok()) return st.to_string();
+  recv.resize(want.size());
+  return compare(recv, want, DType::kInt32);
+}
+
+// IPC direct waits 20 ms for a turn on the GPU, its rounds do not (the host runtime cannot
+// export host memory, so IPC direct also ends in rounds, after the wait); pinned host copies wait
+// 5 ms each, two a call. Small reduce-scatters out of place go through the host copies (10 ms
+// against 20); in place they take IPC's rounds, measured apart (before, priced by IPC direct's
+// times, they went through the host copies too).
+TEST(SharedGpu, InPlaceReduceScatterIsPricedByIpcRounds) {
+  Waits waits;
+  waits.synchronize = std::chrono::milliseconds(20);
+  waits.pinned_copy = std::chrono::milliseconds(5);
+  const int n = 2;
+  const size_t count = 1000;
+  const auto failures = run_ranks(n, shared_gpu_setup(waits), [&](RankContext& c) {
+    for (bool inplace : {false, true}) {
+      const std::string how = inplace ? "in place" : "out of place";
+      const std::string wrong = check_reduce_scatter(c.comm, c.rank, n, count, inplace);
+      if (!wrong.empty()) c.failures->push_back(how + ": " + wrong);
+      const std::string ran = c.engine.last_algorithm();
+      const bool on_ipc = ran == "IPC direct" || ran == "IPC rounds";
+      if (inplace ? ran != "IPC rounds" : on_ipc) c.failures->push_back(how + " ran " + ran);
+    }
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
 // On 2 ranks, an allreduce of 1,000 and one of 50,000 int32 checked, each run as the rule says
 // where nothing is measured: through host copies where a rank moves at most
 // EFACOLL_GPU_HOST_PATH_MAX bytes, else IPC direct.
@@ -179,7 +231,7 @@ TEST(SharedGpuPaths, ExtrasInterpolateBetweenPointsAndHoldOutside) {
 // and 1 MiB (predicted 9.4 and 53.9).
 SharedGpuPaths plain_allgather_h200() {
   SharedGpuPaths p;
-  const int k = static_cast<int>(CollKind::kAllgather);
+  const int k = shared_gpu_shape(CollKind::kAllgather, false);
   p.ipc[k].add(1024, 570.5 - 25.0);
   p.ipc[k].add(65536, 485.1 - 25.1);
   p.ipc[k].add(1 << 20, 529.9 - 26.6);
@@ -192,7 +244,7 @@ SharedGpuPaths plain_allgather_h200() {
 
 TEST(SharedGpuPaths, PicksWhatTheH200MeasuredFaster) {
   const SharedGpuPaths p = plain_allgather_h200();
-  const CollKind ag = CollKind::kAllgather;
+  const int ag = shared_gpu_shape(CollKind::kAllgather, false);
   // 256 KiB, staged: the ring ran 279 us, IPC direct 475-494 (the model: 29.7 and 25.4).
   SharedGpuPick at = pick_shared_gpu_path(p, ag, 262144, false, 25.4, 29.7);
   EXPECT_TRUE(at.fabric_faster);
@@ -216,11 +268,40 @@ TEST(SharedGpuPaths, PicksWhatTheH200MeasuredFaster) {
 // borrow that series rather than go unpriced (the bare model against IPC direct's 500 us).
 TEST(SharedGpuPaths, AWayWithoutPointsBorrowsTheOthers) {
   SharedGpuPaths p = plain_allgather_h200();
-  const int k = static_cast<int>(CollKind::kAllgather);
+  const int k = shared_gpu_shape(CollKind::kAllgather, false);
   p.staged[k] = PathExtra();
-  const SharedGpuPick at = pick_shared_gpu_path(p, CollKind::kAllgather, 4 << 20, false, 31.4, 20);
+  const SharedGpuPick at = pick_shared_gpu_path(p, k, 4 << 20, false, 31.4, 20);
   EXPECT_NEAR(at.fabric_extra_us, 203.7 - 3.2, 1e-9);
   EXPECT_TRUE(at.fabric_faster);
+}
+
+// In-place reduce-scatter runs IPC's rounds, not IPC direct: it is priced by its own times; the
+// other collectives in place run as out of place and share theirs.
+TEST(SharedGpuPaths, InPlaceReduceScatterIsMeasuredApart) {
+  const int rs = shared_gpu_shape(CollKind::kReduceScatter, false);
+  const int rs_in_place = shared_gpu_shape(CollKind::kReduceScatter, true);
+  EXPECT_NE(rs, rs_in_place);
+  EXPECT_TRUE(kSharedGpuShapes[rs_in_place].inplace);
+  EXPECT_EQ(kSharedGpuShapes[rs_in_place].kind, CollKind::kReduceScatter);
+  for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    const int out = shared_gpu_shape(kind, false);
+    EXPECT_EQ(kSharedGpuShapes[out].kind, kind);
+    EXPECT_FALSE(kSharedGpuShapes[out].inplace);
+  }
+  EXPECT_EQ(shared_gpu_shape(CollKind::kAllreduce, true),
+            shared_gpu_shape(CollKind::kAllreduce, false));
+  EXPECT_EQ(shared_gpu_shape(CollKind::kAllgather, true),
+            shared_gpu_shape(CollKind::kAllgather, false));
+  // IPC's rounds 2x IPC direct (one H200, 2026-12-04): at 256 KiB the ring goes first in place
+  // (340 us against rounds 498), IPC direct out of place (222 against the ring's 247).
+  SharedGpuPaths p;
+  p.ipc[rs].add(262144, 221.5 - 25.4);
+  p.ipc[rs_in_place].add(262144, 498.2 - 25.4);
+  p.staged[rs].add(262144, 247.2 - 54.2);
+  p.staged[rs_in_place].add(262144, 340.7 - 54.2);
+  p.measured = true;
+  EXPECT_FALSE(pick_shared_gpu_path(p, rs, 262144, false, 25.4, 54.2).fabric_faster);
+  EXPECT_TRUE(pick_shared_gpu_path(p, rs_in_place, 262144, false, 25.4, 54.2).fabric_faster);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""MPI_Reduce_scatter_block on GPU buffers, in place and out of place: every way forced and the
+tuner's own choice, interleaved batch by batch in one process.
+
+In place, IPC cannot read the peers' inputs where they lie (the output overwrites them), so it
+runs in rounds through its workspaces instead of IPC direct; where ranks share a GPU, efacoll
+times those rounds apart (docs/architecture.md, "Ranks that share a GPU"). Ways: ipc (IPC direct
+or its rounds), ring, rd (recursive halving) and auto; before auto is timed at a size, 200 calls
+let the online trials settle. Each way's time is the slowest rank's median over 9 batches of 5
+calls; "auto/best" is auto's over the fastest forced way's. Float sum; every result is checked.
+
+  mpirun -np 2 -x LD_PRELOAD=<build>/lib/libefacoll.so python3 bench/reduce_scatter_in_place.py
+"""
+import ctypes
+import time
+
+from mpi4py import MPI
+
+from gpu_ranks import comm, cp, rank, size
+
+WAYS = ["ipc", "ring", "rd", "auto"]
+SIZES = [1 << s for s in range(12, 25, 2)]  # 4 KiB to 16 MiB of input
+BATCHES, CALLS, SETTLE = 9, 5, 200
+
+
+def main():
+    try:
+        set_algo = ctypes.CDLL(None).efacoll_set_algo
+    except AttributeError:
+        if rank == 0:
+            print("SKIP: libefacoll.so is not preloaded")
+        return
+    set_algo.argtypes = [ctypes.c_char_p]
+    if rank == 0:
+        print("| input (B) | in place | " + " | ".join(f"{w} us" for w in WAYS) +
+              " | auto / best | exact |")
+        print("|---" * (len(WAYS) + 4) + "|")
+    for nbytes in SIZES:
+        count = nbytes // 4 // size * size
+        for inplace in (True, False):
+            row, exact = time_ways(set_algo, count, inplace)
+            times = [comm.allreduce(t, op=MPI.MAX) for t in row]
+            exact = comm.allreduce(exact, op=MPI.LAND)
+            if rank == 0:
+                best = min(times[:-1])
+                print(f"| {count * 4} | {'yes' if inplace else 'no'} | " +
+                      " | ".join(f"{t:.1f}" for t in times) +
+                      f" | {times[-1] / best:.2f} | {'yes' if exact else 'NO'} |", flush=True)
+
+
+def time_ways(set_algo, count, inplace):
+    """Each way's median microseconds a call on this rank, and whether auto's result was exact."""
+    block = count // size
+    # Small integers: every sum is exact in float, whatever the order.
+    base = cp.arange(count, dtype=cp.float32) % 7 + rank
+    buf = base.copy()
+    out = cp.zeros(block, dtype=cp.float32)
+
+    def call():
+        if inplace:
+            comm.Reduce_scatter_block(MPI.IN_PLACE, buf, op=MPI.SUM)
+        else:
+            comm.Reduce_scatter_block(buf, out, op=MPI.SUM)
+
+    set_algo(b"auto")
+    for _ in range(SETTLE):
+        buf[:] = base
+        call()
+    samples = {w: [] for w in WAYS}
+    for batch in range(-1, BATCHES):  # -1: a warm-up
+        for way in WAYS:
+            set_algo(way.encode())
+            # In place a batch sums sums: the values grow size**CALLS-fold, still exact in float.
+            buf[:] = base
+            cp.cuda.runtime.deviceSynchronize()
+            comm.Barrier()
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                call()
+            cp.cuda.runtime.deviceSynchronize()
+            if batch >= 0:
+                samples[way].append((time.perf_counter() - start) / CALLS * 1e6)
+    set_algo(b"auto")
+    buf[:] = base
+    call()
+    got = buf[:block] if inplace else out
+    first = rank * block
+    want = (cp.arange(first, first + block, dtype=cp.float32) % 7) * size + sum(range(size))
+    medians = [sorted(samples[w])[BATCHES // 2] for w in WAYS]
+    return medians, bool(cp.array_equal(got, want))
+
+
+if __name__ == "__main__":
+    main()
