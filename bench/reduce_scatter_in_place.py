@@ -7,11 +7,13 @@ runs in rounds through its workspaces instead of IPC direct; where ranks share a
 times those rounds apart (docs/architecture.md, "Ranks that share a GPU"). Ways: ipc (IPC direct
 or its rounds), ring, rd (recursive halving) and auto; before auto is timed at a size, 200 calls
 let the online trials settle. Each way's time is the slowest rank's median over 9 batches of 5
-calls; "auto/best" is auto's over the fastest forced way's. Float sum; every result is checked.
+calls, the ways in an order shuffled per batch; "auto / best" is auto's over the fastest forced
+way's, "auto ran" what auto's last call ran. Float sum; every result is checked.
 
   mpirun -np 2 -x LD_PRELOAD=<build>/lib/libefacoll.so python3 bench/reduce_scatter_in_place.py
 """
 import ctypes
+import random
 import time
 
 from mpi4py import MPI
@@ -31,21 +33,25 @@ def main():
             print("SKIP: libefacoll.so is not preloaded")
         return
     set_algo.argtypes = [ctypes.c_char_p]
+    last_algorithm = ctypes.CDLL(None).efacoll_last_algorithm
+    last_algorithm.restype = ctypes.c_char_p
     if rank == 0:
         print("| input (B) | in place | " + " | ".join(f"{w} us" for w in WAYS) +
-              " | auto / best | exact |")
-        print("|---" * (len(WAYS) + 4) + "|")
+              " | auto / best | auto ran | exact |")
+        print("|---" * (len(WAYS) + 5) + "|")
     for nbytes in SIZES:
         count = nbytes // 4 // size * size
         for inplace in (True, False):
             row, exact = time_ways(set_algo, count, inplace)
+            ran = (last_algorithm() or b"?").decode()
             times = [comm.allreduce(t, op=MPI.MAX) for t in row]
             exact = comm.allreduce(exact, op=MPI.LAND)
             if rank == 0:
                 best = min(times[:-1])
                 print(f"| {count * 4} | {'yes' if inplace else 'no'} | " +
                       " | ".join(f"{t:.1f}" for t in times) +
-                      f" | {times[-1] / best:.2f} | {'yes' if exact else 'NO'} |", flush=True)
+                      f" | {times[-1] / best:.2f} | {ran} | {'yes' if exact else 'NO'} |",
+                      flush=True)
 
 
 def time_ways(set_algo, count, inplace):
@@ -68,7 +74,11 @@ def time_ways(set_algo, count, inplace):
         call()
     samples = {w: [] for w in WAYS}
     for batch in range(-1, BATCHES):  # -1: a warm-up
-        for way in WAYS:
+        # A shuffled order, the same on every rank: no way always follows the same other (the
+        # first call after another way's may pay for the switch).
+        order = list(WAYS)
+        random.Random(batch).shuffle(order)
+        for way in order:
             set_algo(way.encode())
             # In place a batch sums sums: the values grow size**CALLS-fold, still exact in float.
             buf[:] = base
