@@ -8,9 +8,14 @@ times those rounds apart (docs/architecture.md, "Ranks that share a GPU"). Ways:
 or its rounds), ring, rd (recursive halving) and auto; before auto is timed at a size, 200 calls
 let the online trials settle. Each way's time is the slowest rank's median over 9 batches of 5
 calls, the ways in an order shuffled per batch; "auto / best" is auto's over the fastest forced
-way's, "auto ran" what auto's last call ran. Float sum; every result is checked.
+way's, "auto ran" what auto's last call ran. Float sum; after the timing, one call of each way
+is checked ("exact": all were).
 
-  mpirun -np 2 -x LD_PRELOAD=<build>/lib/libefacoll.so python3 bench/reduce_scatter_in_place.py
+  mpirun -np 2 -x LD_PRELOAD=<build>/lib/libefacoll.so -x EFACOLL_TUNE=calibrate \
+      python3 bench/reduce_scatter_in_place.py
+
+EFACOLL_TUNE=calibrate turns the online trials on (EFACOLL_TUNE_TRIALS=auto: 7 where the links
+were calibrated, else none).
 """
 import ctypes
 import random
@@ -33,6 +38,10 @@ def main():
             print("SKIP: libefacoll.so is not preloaded")
         return
     set_algo.argtypes = [ctypes.c_char_p]
+
+    def force(way):
+        if set_algo(way.encode()) != 0:
+            raise SystemExit(f"efacoll_set_algo({way!r}) failed")
     last_algorithm = ctypes.CDLL(None).efacoll_last_algorithm
     last_algorithm.restype = ctypes.c_char_p
     if rank == 0:
@@ -42,7 +51,7 @@ def main():
     for nbytes in SIZES:
         count = nbytes // 4 // size * size
         for inplace in (True, False):
-            row, exact = time_ways(set_algo, count, inplace)
+            row, exact = time_ways(force, count, inplace)
             ran = (last_algorithm() or b"?").decode()
             times = [comm.allreduce(t, op=MPI.MAX) for t in row]
             exact = comm.allreduce(exact, op=MPI.LAND)
@@ -54,8 +63,9 @@ def main():
                       flush=True)
 
 
-def time_ways(set_algo, count, inplace):
-    """Each way's median microseconds a call on this rank, and whether auto's result was exact."""
+def time_ways(force, count, inplace):
+    """Each way's median microseconds a call on this rank, and whether one call of each way was
+    exact, auto's last."""
     block = count // size
     # Small integers: every sum is exact in float, whatever the order.
     base = cp.arange(count, dtype=cp.float32) % 7 + rank
@@ -68,7 +78,7 @@ def time_ways(set_algo, count, inplace):
         else:
             comm.Reduce_scatter_block(buf, out, op=MPI.SUM)
 
-    set_algo(b"auto")
+    force("auto")
     for _ in range(SETTLE):
         buf[:] = base
         call()
@@ -79,7 +89,7 @@ def time_ways(set_algo, count, inplace):
         order = list(WAYS)
         random.Random(batch).shuffle(order)
         for way in order:
-            set_algo(way.encode())
+            force(way)
             # In place a batch sums sums: the values grow size**CALLS-fold, still exact in float.
             buf[:] = base
             cp.cuda.runtime.deviceSynchronize()
@@ -90,14 +100,17 @@ def time_ways(set_algo, count, inplace):
             cp.cuda.runtime.deviceSynchronize()
             if batch >= 0:
                 samples[way].append((time.perf_counter() - start) / CALLS * 1e6)
-    set_algo(b"auto")
-    buf[:] = base
-    call()
-    got = buf[:block] if inplace else out
     first = rank * block
     want = (cp.arange(first, first + block, dtype=cp.float32) % 7) * size + sum(range(size))
+    exact = True
+    for way in WAYS:  # auto last: its algorithm is the one reported
+        force(way)
+        buf[:] = base
+        out[:] = -1
+        call()
+        exact = exact and bool(cp.array_equal(buf[:block] if inplace else out, want))
     medians = [sorted(samples[w])[BATCHES // 2] for w in WAYS]
-    return medians, bool(cp.array_equal(got, want))
+    return medians, exact
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ struct IpcCallKey;
 struct HierState;
 struct AlgoInputs;
 struct RingPlan;
+struct MeasuredCall;
 class ShapeTrial;
 struct LlCall;
 enum class LlPath : uint32_t;
@@ -306,13 +307,13 @@ class Comm {
   // That call ended: its time counts for the candidate, and the shape's last trial call agrees
   // with the other ranks on the one to keep.
   void finish_trial_call(bool call_ok);
-  // Inside one node, GPU buffers: the low-latency protocol, IPC direct, or the fabric (where
-  // ranks share a GPU and it was measured faster; comm_shared_gpu.cc). Recorded as the call's
-  // choice.
+  // Inside one node, GPU buffers: the low-latency protocol, IPC (direct, or its rounds where it
+  // cannot), or the fabric (where ranks share a GPU and it was measured faster;
+  // comm_shared_gpu.cc). Recorded as the call's choice.
   enum class NodePath { kLowLatency, kIpcDirect, kFabric };
   Status node_protocol(const CollArgs& args, const RingPlan& plan, Algo forced, bool ll_possible,
                        NodePath* path);
-  // Ranks share a GPU and the tuner chooses between IPC direct and the fabric.
+  // Ranks share a GPU and the tuner chooses between IPC and the fabric.
   bool shared_gpu_tuned(Algo forced) const;
   // The tuner's fabric algorithm on the call's own buffers (host or GPU memory).
   Status run_planned_schedule(const CollArgs& args, RingPlan& plan);
@@ -324,10 +325,18 @@ class Comm {
   // The fabric's algorithms the user's calls of this shape may run: those the online trials
   // would run in turn (the model's pick first), or with trials off the pick alone.
   std::vector<TunedChoice> fabric_candidates(CollKind kind, const RingArgs& ring) const;
-  // comm_shared_gpu.cc: IPC direct and the fabric timed at a few sizes per collective
+  // comm_shared_gpu.cc: IPC and the fabric timed at a few sizes per call shape
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
   Status measure_shared_gpu(int device);
-  // The call's way from those times (IPC direct or the fabric), recorded as its choice.
+  // Its parts: one call's arguments, plan and ways; its times (medians appended, IPC's then each
+  // fabric candidate's); every rank's times made into the picks' extras, and logged.
+  Status plan_measured_call(int device, const GrowingDeviceBuffer& send,
+                            const GrowingDeviceBuffer& recv, MeasuredCall* c);
+  Status time_measured_call(MeasuredCall& c, std::vector<double>* medians);
+  void record_measured_calls(const std::vector<MeasuredCall>& calls,
+                             const std::vector<double>& all);
+  // The call's way from those times (IPC, direct or in rounds, or the fabric), recorded as its
+  // choice.
   Status shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
                         NodePath* path);
   Status run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,

@@ -63,8 +63,8 @@
   X(kGpuHostPathMax, "EFACOLL_GPU_HOST_PATH_MAX", kBytes, "65536",                                \
     "GPU calls in which no rank moves more than this many bytes (send + receive) run on pinned "  \
     "host copies instead of the staged GPU pipeline: lower latency for small messages. Where "    \
-    "ranks of one node share a GPU, the tuner chooses between these paths and IPC direct by "     \
-    "times it measures at the communicator's first GPU call.")                                    \
+    "ranks of one node share a GPU, the tuner chooses between these paths and IPC by times it "   \
+    "measures at the communicator's first GPU call.")                                             \
   X(kTopoDumpFile, "EFACOLL_TOPO_DUMP_FILE", kText, "",                                           \
     "Write the detected topology (GPUs, NICs, PCI distances, NVLink peers, nearest NICs per "     \
     "GPU) to this file at MPI_Init; %h becomes the host name, %p the pid.")                       \

@@ -300,8 +300,8 @@ Status Comm::run_locked(const CollArgs& args) {
 }
 
 // Inside one node: the low-latency protocol where it can run and is forced or predicted faster
-// than IPC direct; where ranks share a GPU and the tuner chooses, IPC direct or the fabric by
-// their measured times; else IPC direct.
+// than IPC direct; where ranks share a GPU and the tuner chooses, IPC (direct, or its rounds
+// where it cannot) or the fabric by their measured times; else IPC.
 Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forced,
                            bool ll_possible, NodePath* path) {
   CostInputs in;

@@ -1,8 +1,8 @@
-// Ranks of one node that share a GPU (without MPS, processes take turns on it): IPC direct and
-// the fabric timed at a few sizes per collective when such a communicator first runs on GPU
-// buffers and the tuner chooses, then each call's way picked from those times
-// (tune/shared_gpu_paths.h). Collective: every member reaches it at the same call, since whether
-// ranks share a GPU was agreed at IPC's set-up, and every rank takes the slowest rank's times.
+// Ranks of one node that share a GPU (without MPS, processes take turns on it): IPC and the
+// fabric timed at a few sizes per call shape (tune/shared_gpu_paths.h) when such a communicator
+// first runs on GPU buffers and the tuner chooses, then each call's way picked from those times.
+// Collective: every member reaches it at the same call, since whether ranks share a GPU was
+// agreed at IPC's set-up; every rank times the same calls and takes the slowest rank's times.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +37,19 @@ uint64_t pick_key(size_t bytes, CollKind kind, bool inplace, bool via_host) {
 
 }  // namespace
 
+// One timed call: its shape and size, and what each way runs.
+struct MeasuredCall {
+  int shape = 0;     // in kSharedGpuShapes
+  double bytes = 0;  // the point, then the call's bytes as the cost model reads them
+  CollArgs args;     // args.recvcounts points into recvcounts (set again before use)
+  std::vector<size_t> recvcounts;
+  RingPlan plan;
+  bool direct = false;              // IPC direct, else its rounds
+  bool via_host = false;            // the fabric through pinned host copies, else staged
+  std::vector<TunedChoice> fabric;  // the candidates the trials would try, the model's pick first
+  double ipc_predicted = 0, fabric_predicted = 0;  // the model's, the fabric's for its pick
+};
+
 Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
                             NodePath* path) {
   const size_t bytes = call_bytes(plan.ring);
@@ -55,10 +68,10 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
   }
   const SharedGpuPick& pick = it->second;
   EFACOLL_TRACE(kTune,
-                "%s %zu B on %d ranks sharing GPUs: IPC direct %.1f us, the fabric (%s) %.1f us "
+                "%s %zu B on %d ranks sharing GPUs: IPC %s %.1f us, the fabric (%s) %.1f us "
                 "(measured extras added)",
-                coll_name(args.kind), bytes, size_, pick.ipc_us,
-                via_host ? "host copies" : "staged", pick.fabric_us);
+                coll_name(args.kind), bytes, size_, ipc_direct_possible(args) ? "direct" : "rounds",
+                pick.ipc_us, via_host ? "host copies" : "staged", pick.fabric_us);
   if (pick.fabric_faster) {
     *path = NodePath::kFabric;
     node_fabric_extra_us_ = pick.fabric_extra_us;  // the fabric's choice is recorded when planned
@@ -82,11 +95,19 @@ std::vector<TunedChoice> Comm::fabric_candidates(CollKind kind, const RingArgs& 
 Status Comm::measure_shared_gpu(int device) {
   SharedGpuPaths& paths = ipc_->shared_paths;
   const EngineConfig& config = engine_->config_;
-  std::vector<size_t> points[kNumSharedGpuShapes];
+  std::vector<MeasuredCall> calls;
   size_t most = 0;
   for (int k = 0; k < kNumSharedGpuShapes; ++k) {
-    points[k] = shared_gpu_points(kSharedGpuShapes[k].kind, size_, config.gpu_host_path_max);
-    most = std::max(most, points[k].back());
+    // A collective with an algorithm forced never uses these times.
+    if (config.algo.for_kind(kSharedGpuShapes[k].kind) != Algo::kAuto) continue;
+    for (size_t bytes :
+         shared_gpu_points(kSharedGpuShapes[k].kind, size_, config.gpu_host_path_max)) {
+      MeasuredCall c;
+      c.shape = k;
+      c.bytes = bytes;
+      calls.push_back(c);
+      most = std::max(most, bytes);
+    }
   }
   // Kept for the communicator's life, never grown: peers keep them mapped by buffer id, and a
   // buffer freed while a peer keeps its mapping is undefined for CUDA.
@@ -94,109 +115,58 @@ Status Comm::measure_shared_gpu(int device) {
   GrowingDeviceBuffer& recv = ipc_->probe_recv;
   Status st = grow(send, device, most);
   if (st.is_ok()) st = grow(recv, device, most);
-  // Zeros: garbage floats may be denormals, which the host copies' reduction runs slowly.
+  // Zeros (in place, recv holds the input): garbage floats may be denormals, which the host
+  // copies' reduction runs slowly. Sums of zeros keep them zeros.
   if (st.is_ok()) st = engine_->gpu_->zero(send.ptr, most);
-  // Every rank learns whether all could: none times a call that a peer will not join.
-  int32_t ready = st.is_ok();
-  std::vector<int32_t> readies(size_);
-  EFACOLL_RETURN_IF_ERROR(host_allgather(&ready, sizeof(ready), readies.data()));
-  paths.measured = true;
-  std::string unready;
-  for (int r = 0; r < size_; ++r) {
-    if (!readies[r]) unready += (unready.empty() ? "" : ", ") + std::to_string(r);
+  if (st.is_ok()) st = engine_->gpu_->zero(recv.ptr, most);
+  int32_t timed = 0;  // ways this rank will time, over all sizes: every rank must time the same
+  for (MeasuredCall& c : calls) {
+    if (!st.is_ok()) break;
+    st = plan_measured_call(device, send, recv, &c);
+    timed += static_cast<int32_t>(1 + c.fabric.size());
   }
-  if (!unready.empty()) {
+  // Every rank learns whether all could, before any timed call: none times a call that a peer
+  // will not join.
+  const int32_t mine[2] = {st.is_ok(), timed};
+  std::vector<int32_t> theirs(2 * size_);
+  paths.measured = true;
+  Status exchanged = host_allgather(mine, sizeof(mine), theirs.data());
+  if (!exchanged.is_ok()) {
+    paths.given_up = true;  // the rule stands, as where a timed call fails
+    return exchanged;
+  }
+  std::string unready, other_calls;
+  for (int r = 0; r < size_; ++r) {
+    if (!theirs[2 * r]) unready += (unready.empty() ? "" : ", ") + std::to_string(r);
+    if (theirs[2 * r + 1] != timed) {
+      other_calls += (other_calls.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+                     " " + std::to_string(theirs[2 * r + 1]);
+    }
+  }
+  if (!unready.empty() || !other_calls.empty()) {
     paths.given_up = true;
+    const std::string why =
+        !unready.empty()
+            ? "rank(s) " + unready + " could not make the measurement's buffers or plans"
+            : "the ranks would time different calls (ways over all sizes: this rank " +
+                  std::to_string(timed) + ", " + other_calls +
+                  "; EFACOLL_TUNE_TRIALS or EFACOLL_ALGO differ)";
     EFACOLL_WARN(kTune,
-                 "communicator %u, ranks sharing GPUs: rank(s) %s could not make the "
-                 "measurement's buffers%s%s; small calls go through host copies, larger ones IPC "
-                 "direct",
-                 id_, unready.c_str(),
+                 "communicator %u, ranks sharing GPUs: %s%s%s; small calls go through host "
+                 "copies, larger ones IPC",
+                 id_, why.c_str(),
                  st.is_ok() ? "" : ", here: ", st.is_ok() ? "" : st.to_string().c_str());
     return Status::ok();
   }
+  // Per call: IPC's time, then each fabric candidate's.
+  std::vector<double> times;
   const bool was_user_call = user_call_;
   user_call_ = false;  // not the user's: no online trials start here
-  const size_t chunk = std::min(config.chunk_bytes, engine_->transport_->info().max_msg_size);
-  // Per collective and size: IPC direct's time, then each fabric candidate's; the predictions of
-  // IPC direct and of the model's fabric pick.
-  std::vector<double> times, predicted, sizes;
-  std::vector<int32_t> via_host_at;
-  std::vector<int32_t> direct_at;  // per point: IPC direct, or IPC's rounds
-  std::vector<size_t> ways_at;     // per point: IPC and the fabric's candidates
-  std::vector<Algo> fabric_algos;  // the candidates, point after point
-  std::vector<size_t> recvcounts(size_);
-  for (int k = 0; k < kNumSharedGpuShapes && st.is_ok(); ++k) {
-    const CollKind kind = kSharedGpuShapes[k].kind;
-    for (size_t point : points[k]) {
-      const size_t floats = point / sizeof(float);
-      const size_t per_rank = std::max<size_t>(floats / size_, 1);
-      CollArgs a;
-      a.kind = kind;
-      a.inplace = kSharedGpuShapes[k].inplace;  // the input in recv
-      a.sendbuf = a.inplace ? nullptr : send.ptr;
-      a.recvbuf = recv.ptr;
-      a.send_mem = a.recv_mem = MemKind::kDevice;
-      a.send_buffer_id = send.buffer_id;
-      a.recv_buffer_id = recv.buffer_id;
-      a.device = device;
-      a.dtype = DType::kFloat32;
-      a.op = ROp::kSum;
-      a.count = kind == CollKind::kAllreduce ? floats : per_rank;
-      recvcounts.assign(size_, per_rank);
-      a.recvcounts = recvcounts.data();
-      RingPlan plan;
-      st = plan_ring(a, rank_, size_, chunk, &plan);
-      if (!st.is_ok()) break;
-      CostInputs in;
-      in.kind = kind;
-      in.nranks = size_;
-      in.bytes = call_bytes(plan.ring);
-      const bool direct = ipc_direct_possible(a);
-      const bool via_host = takes_host_copies(kind, plan.ring);
-      const std::vector<TunedChoice> fabric = fabric_candidates(kind, plan.ring);
-      // Way 0 is IPC (direct, or in rounds where it cannot), way 1 + i the fabric's candidate i.
-      const size_t ways = 1 + fabric.size();
-      std::vector<std::vector<double>> t(ways);
-      for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
-        for (size_t way = 0; way < ways && st.is_ok(); ++way) {
-          timed_choice_ = way ? &fabric[way - 1] : nullptr;
-          const auto start = std::chrono::steady_clock::now();
-          for (int b = 0; b < kBatch && st.is_ok(); ++b) {
-            RingPlan p = plan;
-            if (way == 0) {
-              st = direct ? run_ipc_direct(a, p.ring) : run_ipc(a, p.ring);
-            } else if (via_host) {
-              st = run_gpu_via_host(a, p.ring, p.send_bytes, p.recv_bytes, p.result_bytes);
-            } else {
-              st = run_planned_schedule(a, p);
-            }
-          }
-          const std::chrono::duration<double, std::micro> spent =
-              std::chrono::steady_clock::now() - start;
-          if (rep >= 0) t[way].push_back(spent.count() / kBatch);
-        }
-      }
-      timed_choice_ = nullptr;
-      if (!st.is_ok()) break;
-      for (std::vector<double>& way : t) {
-        std::sort(way.begin(), way.end());
-        times.push_back(way[way.size() / 2]);
-      }
-      ways_at.push_back(ways);
-      direct_at.push_back(direct);
-      for (const TunedChoice& c : fabric) fabric_algos.push_back(c.algo);
-      predicted.push_back(predict_node_us(model_, Algo::kIpc, in));
-      predicted.push_back(fabric_model_us(kind, plan.ring));
-      sizes.push_back(static_cast<double>(in.bytes));
-      via_host_at.push_back(via_host);
-    }
+  for (MeasuredCall& c : calls) {
+    st = time_measured_call(c, &times);
+    if (!st.is_ok()) break;
   }
   user_call_ = was_user_call;
-  // The timed calls' picks, cached per shape, were the model's alone: the user's calls of those
-  // shapes must still reach the online trials (a 32 KiB allreduce kept recursive doubling,
-  // 1.12-1.24x the ring, where the trials had kept the ring).
-  tuned_.clear();
   // A timed call that failed here fails its peers' too (they wait for this rank until the
   // timeout, or end as a mismatch), and the gathering after it: every rank ends here with an
   // error, gives up and keeps the rule, instead of measuring again at every call.
@@ -209,39 +179,112 @@ Status Comm::measure_shared_gpu(int device) {
     paths.given_up = true;
     return st;
   }
-  const std::vector<double>& all = times;
-  const size_t per_rank = all.size() / static_cast<size_t>(size_);
-  std::string text;
-  size_t first = 0, at = 0;  // the point's first time in a rank's; the point
-  for (int k = 0; k < kNumSharedGpuShapes; ++k) {
-    const CollKind kind = kSharedGpuShapes[k].kind;
-    for (size_t n = 0; n < points[k].size(); ++n, first += ways_at[at], ++at) {
-      std::vector<double> slowest(ways_at[at], 0);
-      for (size_t way = 0; way < slowest.size(); ++way) {
-        for (int r = 0; r < size_; ++r)
-          slowest[way] = std::max(slowest[way], all[r * per_rank + first + way]);
+  record_measured_calls(calls, times);
+  return Status::ok();
+}
+
+Status Comm::plan_measured_call(int device, const GrowingDeviceBuffer& send,
+                                const GrowingDeviceBuffer& recv, MeasuredCall* c) {
+  const SharedGpuShape& shape = kSharedGpuShapes[c->shape];
+  const size_t floats = c->bytes / sizeof(float);
+  const size_t per_rank = std::max<size_t>(floats / size_, 1);
+  c->recvcounts.assign(size_, per_rank);
+  CollArgs& a = c->args;
+  a.kind = shape.kind;
+  a.inplace = shape.inplace;  // the input in recv
+  a.sendbuf = a.inplace ? nullptr : send.ptr;
+  a.recvbuf = recv.ptr;
+  a.send_mem = a.recv_mem = MemKind::kDevice;
+  a.send_buffer_id = send.buffer_id;
+  a.recv_buffer_id = recv.buffer_id;
+  a.device = device;
+  a.dtype = DType::kFloat32;
+  a.op = ROp::kSum;
+  a.count = shape.kind == CollKind::kAllreduce ? floats : per_rank;
+  a.recvcounts = c->recvcounts.data();
+  const size_t chunk =
+      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
+  EFACOLL_RETURN_IF_ERROR(plan_ring(a, rank_, size_, chunk, &c->plan));
+  CostInputs in;
+  in.kind = shape.kind;
+  in.nranks = size_;
+  in.bytes = call_bytes(c->plan.ring);
+  c->bytes = static_cast<double>(in.bytes);
+  c->direct = ipc_direct_possible(a);
+  c->via_host = takes_host_copies(shape.kind, c->plan.ring);
+  c->fabric = fabric_candidates(shape.kind, c->plan.ring);
+  c->ipc_predicted = predict_node_us(model_, Algo::kIpc, in);
+  c->fabric_predicted = fabric_model_us(shape.kind, c->plan.ring);
+  return Status::ok();
+}
+
+Status Comm::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
+  c.args.recvcounts = c.recvcounts.data();
+  // Way 0 is IPC (direct, or in rounds where it cannot), way 1 + i the fabric's candidate i.
+  const size_t ways = 1 + c.fabric.size();
+  std::vector<std::vector<double>> t(ways);
+  Status st;
+  for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
+    for (size_t way = 0; way < ways && st.is_ok(); ++way) {
+      timed_choice_ = way ? &c.fabric[way - 1] : nullptr;
+      const auto start = std::chrono::steady_clock::now();
+      for (int b = 0; b < kBatch && st.is_ok(); ++b) {
+        RingPlan p = c.plan;
+        if (way == 0) {
+          st = c.direct ? run_ipc_direct(c.args, p.ring) : run_ipc(c.args, p.ring);
+        } else if (c.via_host) {
+          st = run_gpu_via_host(c.args, p.ring, p.send_bytes, p.recv_bytes, p.result_bytes);
+        } else {
+          st = run_planned_schedule(c.args, p);
+        }
       }
-      // The fabric as the user's calls will run it: the candidate the trials would keep.
-      const std::vector<double> fabric(slowest.begin() + 1, slowest.end());
-      const size_t kept = trial_winner(fabric);
-      const double ipc_predicted = predicted[2 * at], fabric_predicted = predicted[2 * at + 1];
-      paths.ipc[k].add(sizes[at], slowest[0] - ipc_predicted);
-      (via_host_at[at] ? paths.host_copies[k] : paths.staged[k])
-          .add(sizes[at], fabric[kept] - fabric_predicted);
-      char part[240];
-      std::snprintf(
-          part, sizeof(part), "%s%s%s %s: %s %.1f us (predicted %.1f), fabric %s %.1f (%.1f) by %s",
-          text.empty() ? "" : ", ", coll_name(kind), kSharedGpuShapes[k].inplace ? " in place" : "",
-          size_text(static_cast<size_t>(sizes[at])).c_str(),
-          direct_at[at] ? "IPC direct" : "IPC rounds", slowest[0], ipc_predicted,
-          via_host_at[at] ? "host copies" : "staged", fabric[kept], fabric_predicted,
-          algo_name(fabric_algos[first - at + kept], kind));
-      text += part;
-      if (fabric.size() > 1) text += " of " + std::to_string(fabric.size()) + " on trial";
+      const std::chrono::duration<double, std::micro> spent =
+          std::chrono::steady_clock::now() - start;
+      if (rep >= 0) t[way].push_back(spent.count() / kBatch);
     }
   }
-  EFACOLL_INFO(kTune, "communicator %u, ranks sharing GPUs, measured: %s", id_, text.c_str());
+  timed_choice_ = nullptr;
+  EFACOLL_RETURN_IF_ERROR(st);
+  for (std::vector<double>& way : t) {
+    std::sort(way.begin(), way.end());
+    medians->push_back(way[way.size() / 2]);
+  }
   return Status::ok();
+}
+
+void Comm::record_measured_calls(const std::vector<MeasuredCall>& calls,
+                                 const std::vector<double>& all) {
+  SharedGpuPaths& paths = ipc_->shared_paths;
+  const size_t per_rank = all.size() / static_cast<size_t>(size_);
+  std::string text;
+  size_t first = 0;  // the call's first time among a rank's
+  for (const MeasuredCall& c : calls) {
+    const size_t ways = 1 + c.fabric.size();
+    std::vector<double> slowest(ways, 0);
+    for (size_t way = 0; way < ways; ++way) {
+      for (int r = 0; r < size_; ++r)
+        slowest[way] = std::max(slowest[way], all[r * per_rank + first + way]);
+    }
+    first += ways;
+    // The fabric as the user's calls will run it: the candidate the trials would keep. Its
+    // extra is over the model's pick's prediction, which the user's calls are priced by.
+    const std::vector<double> fabric(slowest.begin() + 1, slowest.end());
+    const size_t kept = trial_winner(fabric);
+    paths.ipc[c.shape].add(c.bytes, slowest[0] - c.ipc_predicted);
+    (c.via_host ? paths.host_copies[c.shape] : paths.staged[c.shape])
+        .add(c.bytes, fabric[kept] - c.fabric_predicted);
+    const SharedGpuShape& shape = kSharedGpuShapes[c.shape];
+    char part[240];
+    std::snprintf(
+        part, sizeof(part), "%s%s%s %s: %s %.1f us (predicted %.1f), fabric %s %.1f (%.1f) by %s",
+        text.empty() ? "" : ", ", coll_name(shape.kind), shape.inplace ? " in place" : "",
+        size_text(static_cast<size_t>(c.bytes)).c_str(), c.direct ? "IPC direct" : "IPC rounds",
+        slowest[0], c.ipc_predicted, c.via_host ? "host copies" : "staged", fabric[kept],
+        c.fabric_predicted, algo_name(c.fabric[kept].algo, shape.kind));
+    text += part;
+    if (fabric.size() > 1) text += " of " + std::to_string(fabric.size()) + " on trial";
+  }
+  EFACOLL_INFO(kTune, "communicator %u, ranks sharing GPUs, measured: %s", id_, text.c_str());
 }
 
 }  // namespace efacoll

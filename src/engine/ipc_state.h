@@ -67,7 +67,7 @@ struct IpcState {
   // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
   // sharing a GPU do not run at once, so one waiting on another's flags would stall).
   bool ll_usable = false;
-  // Two members on one GPU: IPC direct and the fabric are then timed (Comm::measure_shared_gpu).
+  // Two members on one GPU: IPC and the fabric are then timed (Comm::measure_shared_gpu).
   bool gpu_shared = false;
   SharedGpuPaths shared_paths;
   // The measurement's buffers (Comm::measure_shared_gpu); Comm::take_gpu_memory gives them back.

@@ -179,6 +179,18 @@ TEST(SharedGpu, ARankWithoutTheMeasurementsBuffersLeavesTheRuleInPlace) {
   for (const auto& f : run_under_the_rule(setup)) ADD_FAILURE() << f;
 }
 
+// The ranks would time different calls (one forces allgather's algorithm, so it does not measure
+// allgather): every rank learns it before any timed call, and the rule stands on both.
+TEST(SharedGpu, RanksThatWouldTimeOtherCallsLeaveTheRuleInPlace) {
+  Waits waits;
+  waits.pinned_copy = std::chrono::milliseconds(10);
+  RankSetup setup = shared_gpu_setup(waits);
+  setup.adjust = [](int rank, EngineConfig* config) {
+    if (rank == 1) config->algo.for_kind(CollKind::kAllgather) = Algo::kRing;
+  };
+  for (const auto& f : run_under_the_rule(setup)) ADD_FAILURE() << f;
+}
+
 // A rank's bytes on the host copies' path: allreduce sends and receives the whole vector, the
 // others the whole and one block (engine/ring_plan.h, most_bytes_of_a_rank).
 size_t moved(CollKind kind, size_t bytes, int n) {
