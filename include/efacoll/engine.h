@@ -320,10 +320,12 @@ class Comm {
   // A GPU call the fabric runs through pinned host copies: no rank moves more than
   // EFACOLL_GPU_HOST_PATH_MAX bytes (else the staged pipeline).
   bool takes_host_copies(CollKind kind, const RingArgs& ring) const;
-  // The model's prediction for the fabric's pick (nothing measured added, no trials).
+  // The model's prediction for the fabric's pick where nothing is forced (nothing measured added,
+  // no trials).
   double fabric_model_us(CollKind kind, const RingArgs& ring) const;
-  // The fabric's algorithms the user's calls of this shape may run: those the online trials
-  // would run in turn (the model's pick first), or with trials off the pick alone.
+  // The fabric's algorithms the user's calls of this shape may run where nothing is forced: those
+  // the online trials would run in turn (the model's pick first), or with trials off the pick
+  // alone.
   std::vector<TunedChoice> fabric_candidates(CollKind kind, const RingArgs& ring) const;
   // comm_shared_gpu.cc: IPC and the fabric timed at a few sizes per call shape
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.

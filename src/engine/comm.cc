@@ -192,7 +192,7 @@ bool Comm::takes_host_copies(CollKind kind, const RingArgs& ring) const {
 
 double Comm::fabric_model_us(CollKind kind, const RingArgs& ring) const {
   const EngineConfig& config = engine_->config_;
-  return tune_algo(model_, algo_inputs(kind, ring, hier_per_node_, config), config.algo, false)
+  return tune_algo(model_, algo_inputs(kind, ring, hier_per_node_, config), AlgoOverrides(), false)
       .predicted_us;
 }
 

@@ -89,7 +89,7 @@ std::vector<TunedChoice> Comm::fabric_candidates(CollKind kind, const RingArgs& 
   const EngineConfig& config = engine_->config_;
   const AlgoInputs in = algo_inputs(kind, ring, hier_per_node_, config);
   if (config.tune_trials > 0 && in.bytes > 0) return near_candidates(model_, in, kTrialMargin);
-  return {tune_algo(model_, in, config.algo, false)};
+  return {tune_algo(model_, in, AlgoOverrides(), false)};
 }
 
 Status Comm::measure_shared_gpu(int device) {
@@ -97,9 +97,9 @@ Status Comm::measure_shared_gpu(int device) {
   const EngineConfig& config = engine_->config_;
   std::vector<MeasuredCall> calls;
   size_t most = 0;
+  // Every shape, even of a collective with an algorithm forced now: efacoll_set_algo may
+  // give it back to the tuner later.
   for (int k = 0; k < kNumSharedGpuShapes; ++k) {
-    // A collective with an algorithm forced never uses these times.
-    if (config.algo.for_kind(kSharedGpuShapes[k].kind) != Algo::kAuto) continue;
     for (size_t bytes :
          shared_gpu_points(kSharedGpuShapes[k].kind, size_, config.gpu_host_path_max)) {
       MeasuredCall c;
@@ -149,8 +149,7 @@ Status Comm::measure_shared_gpu(int device) {
         !unready.empty()
             ? "rank(s) " + unready + " could not make the measurement's buffers or plans"
             : "the ranks would time different calls (ways over all sizes: this rank " +
-                  std::to_string(timed) + ", " + other_calls +
-                  "; EFACOLL_TUNE_TRIALS or EFACOLL_ALGO differ)";
+                  std::to_string(timed) + ", " + other_calls + "; EFACOLL_TUNE_TRIALS differs)";
     EFACOLL_WARN(kTune,
                  "communicator %u, ranks sharing GPUs: %s%s%s; small calls go through host "
                  "copies, larger ones IPC",
