@@ -31,7 +31,6 @@ struct IpcCallKey;
 struct HierState;
 struct AlgoInputs;
 struct RingPlan;
-struct MeasuredCall;
 class ShapeTrial;
 struct LlCall;
 enum class LlPath : uint32_t;
@@ -330,6 +329,7 @@ class Comm {
   // comm_shared_gpu.cc: IPC and the fabric timed at a few sizes per call shape
   // (tune/shared_gpu_paths.h), once per communicator whose ranks share a GPU. Collective.
   Status measure_shared_gpu(int device);
+  struct MeasuredCall;
   // Its parts: one call's arguments, plan and ways; its times (medians appended, IPC's then each
   // fabric candidate's); every rank's times made into the picks' extras, and logged.
   Status plan_measured_call(int device, const GrowingDeviceBuffer& send,

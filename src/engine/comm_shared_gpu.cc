@@ -35,10 +35,22 @@ uint64_t pick_key(size_t bytes, CollKind kind, bool inplace, bool via_host) {
          (inplace ? 2u : 0u) | (via_host ? 1u : 0u);
 }
 
+// A rank's word before the timed calls: whether it could make the buffers and plans, and a hash
+// of the calls it will time (shape, size, each way, each candidate's algorithm, channels and
+// chunk), which every rank must share.
+struct Readiness {
+  int32_t ready = 0;
+  uint32_t unused = 0;
+  uint64_t calls = 1469598103934665603ull;  // FNV-1a
+  void mix(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) calls = (calls ^ (v & 0xff)) * 1099511628211ull;
+  }
+};
+
 }  // namespace
 
 // One timed call: its shape and size, and what each way runs.
-struct MeasuredCall {
+struct Comm::MeasuredCall {
   int shape = 0;     // in kSharedGpuShapes
   double bytes = 0;  // the point, then the call's bytes as the cost model reads them
   CollArgs args;     // args.recvcounts points into recvcounts (set again before use)
@@ -119,37 +131,44 @@ Status Comm::measure_shared_gpu(int device) {
   // copies' reduction runs slowly. Sums of zeros keep them zeros.
   if (st.is_ok()) st = engine_->gpu_->zero(send.ptr, most);
   if (st.is_ok()) st = engine_->gpu_->zero(recv.ptr, most);
-  int32_t timed = 0;  // ways this rank will time, over all sizes: every rank must time the same
   for (MeasuredCall& c : calls) {
     if (!st.is_ok()) break;
     st = plan_measured_call(device, send, recv, &c);
-    timed += static_cast<int32_t>(1 + c.fabric.size());
   }
-  // Every rank learns whether all could, before any timed call: none times a call that a peer
-  // will not join.
-  const int32_t mine[2] = {st.is_ok(), timed};
-  std::vector<int32_t> theirs(2 * size_);
+  // Every rank learns whether all could, and that all will time the same calls, before any
+  // timed call: none times a call that a peer will not join.
+  Readiness mine;
+  mine.ready = st.is_ok();
+  for (const MeasuredCall& c : calls) {
+    mine.mix(static_cast<uint64_t>(c.shape) << 32 | static_cast<uint64_t>(c.bytes));
+    mine.mix(static_cast<uint64_t>(c.direct) << 1 | static_cast<uint64_t>(c.via_host));
+    for (const TunedChoice& f : c.fabric) {
+      mine.mix(static_cast<uint64_t>(f.algo) << 48 | static_cast<uint64_t>(f.channels) << 32 |
+               static_cast<uint64_t>(f.chunk_bytes));
+    }
+  }
+  std::vector<Readiness> theirs(size_);
   paths.measured = true;
-  Status exchanged = host_allgather(mine, sizeof(mine), theirs.data());
+  Status exchanged = host_allgather(&mine, sizeof(mine), theirs.data());
   if (!exchanged.is_ok()) {
     paths.given_up = true;  // the rule stands, as where a timed call fails
     return exchanged;
   }
   std::string unready, other_calls;
   for (int r = 0; r < size_; ++r) {
-    if (!theirs[2 * r]) unready += (unready.empty() ? "" : ", ") + std::to_string(r);
-    if (theirs[2 * r + 1] != timed) {
-      other_calls += (other_calls.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
-                     " " + std::to_string(theirs[2 * r + 1]);
-    }
+    if (!theirs[r].ready) unready += (unready.empty() ? "" : ", ") + std::to_string(r);
+    if (theirs[r].calls != mine.calls)
+      other_calls += (other_calls.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!unready.empty() || !other_calls.empty()) {
     paths.given_up = true;
     const std::string why =
         !unready.empty()
             ? "rank(s) " + unready + " could not make the measurement's buffers or plans"
-            : "the ranks would time different calls (ways over all sizes: this rank " +
-                  std::to_string(timed) + ", " + other_calls + "; EFACOLL_TUNE_TRIALS differs)";
+            : "rank(s) " + other_calls +
+                  " would time other calls than this rank (a setting differs between ranks: "
+                  "EFACOLL_TUNE_TRIALS, EFACOLL_GPU_HOST_PATH_MAX, EFACOLL_IPC_DIRECT, "
+                  "EFACOLL_CHUNK_SIZE...)";
     EFACOLL_WARN(kTune,
                  "communicator %u, ranks sharing GPUs: %s%s%s; small calls go through host "
                  "copies, larger ones IPC",
