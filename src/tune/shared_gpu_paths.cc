@@ -58,13 +58,12 @@ int shared_gpu_shape(CollKind kind, bool inplace) {
 
 SharedGpuPick pick_shared_gpu_path(const SharedGpuPaths& paths, int shape, double bytes,
                                    bool via_host, double ipc_model_us, double fabric_model_us) {
-  const int k = shape;
   SharedGpuPick pick;
-  pick.ipc_us = ipc_model_us + paths.ipc[k].at(bytes);
+  pick.ipc_us = ipc_model_us + paths.ipc[shape].at(bytes);
   // A series without points (every measured size on the other way: a host-copies limit of
   // 2 MiB or more, or of 0) borrows the other's.
-  const PathExtra* fabric = via_host ? &paths.host_copies[k] : &paths.staged[k];
-  if (fabric->points == 0) fabric = via_host ? &paths.staged[k] : &paths.host_copies[k];
+  const PathExtra* fabric = via_host ? &paths.host_copies[shape] : &paths.staged[shape];
+  if (fabric->points == 0) fabric = via_host ? &paths.staged[shape] : &paths.host_copies[shape];
   pick.fabric_extra_us = fabric->at(bytes);
   pick.fabric_us = fabric_model_us + pick.fabric_extra_us;
   pick.fabric_faster = paths.measured && !paths.given_up && pick.fabric_us < pick.ipc_us;

@@ -6,9 +6,9 @@
 // 4-480 were), with MPS a few microseconds. Each way's measured time over the model's prediction
 // (its extra; for the fabric, the time of the algorithm the trials would keep over the
 // prediction of the model's pick) is interpolated between the measured sizes and added to the
-// prediction at the call's size. The fabric has two ways for GPU
-// buffers, measured apart: pinned host copies for calls in which no rank moves more than
-// EFACOLL_GPU_HOST_PATH_MAX bytes, the staged pipeline above.
+// prediction at the call's size. The fabric has two ways for GPU buffers, measured apart: pinned
+// host copies for calls in which no rank moves more than EFACOLL_GPU_HOST_PATH_MAX bytes, the
+// staged pipeline above.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -51,7 +51,9 @@ int shared_gpu_shape(CollKind kind, bool inplace);
 
 struct SharedGpuPaths {
   bool measured = false;
-  bool given_up = false;  // a rank could not make the measurement's buffers: the rule stands
+  // A rank could not make the buffers or plans, the ranks would time different calls, or an
+  // exchange or timed call failed: the rule stands.
+  bool given_up = false;
   // By shape (kSharedGpuShapes).
   PathExtra ipc[kNumSharedGpuShapes];
   PathExtra host_copies[kNumSharedGpuShapes];  // the fabric through pinned host copies
