@@ -59,7 +59,7 @@ struct Comm::MeasuredCall {
   bool direct = false;              // IPC direct, else its rounds
   bool via_host = false;            // the fabric through pinned host copies, else staged
   std::vector<TunedChoice> fabric;  // the candidates the trials would try, the model's pick first
-  double ipc_predicted = 0, fabric_predicted = 0;  // the model's, the fabric's for its pick
+  double ipc_predicted = 0;  // the model's (the fabric's pick's: fabric.front().predicted_us)
 };
 
 Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
@@ -232,7 +232,6 @@ Status Comm::plan_measured_call(int device, const GrowingDeviceBuffer& send,
   c->via_host = takes_host_copies(shape.kind, c->plan.ring);
   c->fabric = fabric_candidates(shape.kind, c->plan.ring);
   c->ipc_predicted = predict_node_us(model_, Algo::kIpc, in);
-  c->fabric_predicted = fabric_model_us(shape.kind, c->plan.ring);
   return Status::ok();
 }
 
@@ -288,9 +287,11 @@ void Comm::record_measured_calls(const std::vector<MeasuredCall>& calls,
     // extra is over the model's pick's prediction, which the user's calls are priced by.
     const std::vector<double> fabric(slowest.begin() + 1, slowest.end());
     const size_t kept = trial_winner(fabric);
+    // The model's pick comes first among the candidates: fabric_model_us's prediction.
+    const double fabric_predicted = c.fabric.front().predicted_us;
     paths.ipc[c.shape].add(c.bytes, slowest[0] - c.ipc_predicted);
     (c.via_host ? paths.host_copies[c.shape] : paths.staged[c.shape])
-        .add(c.bytes, fabric[kept] - c.fabric_predicted);
+        .add(c.bytes, fabric[kept] - fabric_predicted);
     const SharedGpuShape& shape = kSharedGpuShapes[c.shape];
     char part[240];
     std::snprintf(
@@ -298,7 +299,7 @@ void Comm::record_measured_calls(const std::vector<MeasuredCall>& calls,
         text.empty() ? "" : ", ", coll_name(shape.kind), shape.inplace ? " in place" : "",
         size_text(static_cast<size_t>(c.bytes)).c_str(), c.direct ? "IPC direct" : "IPC rounds",
         slowest[0], c.ipc_predicted, c.via_host ? "host copies" : "staged", fabric[kept],
-        c.fabric_predicted, algo_name(c.fabric[kept].algo, shape.kind));
+        fabric_predicted, algo_name(c.fabric[kept].algo, shape.kind));
     text += part;
     if (fabric.size() > 1) text += " of " + std::to_string(fabric.size()) + " on trial";
   }
