@@ -408,6 +408,10 @@ class Comm {
   // Online trials per call shape (EngineConfig::tune_trials), running or settled.
   std::unordered_map<uint64_t, std::unique_ptr<ShapeTrial>> trials_;
   bool user_call_ = false;  // inside run(): trials time only the user's own calls
+  // Set by each run_locked: the call's data lies on GPUs, which the fabric stages or copies
+  // through host memory. Its trials and picks are kept apart from those of host-buffer calls of
+  // the same shape, whose algorithms' times differ.
+  bool gpu_call_ = false;
   // Added to the prediction the fabric path records (last_choice_): where ranks share a GPU, the
   // measured time over the model's (set by node_protocol, cleared by each run_locked).
   double node_fabric_extra_us_ = 0;

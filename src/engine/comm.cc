@@ -222,6 +222,7 @@ Status Comm::run_locked(const CollArgs& args) {
       std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
   EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &plan));
   const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
+  gpu_call_ = gpu;
   if (!gpu) return run_planned_schedule(args, plan);
 
   GpuRuntime* rt = engine_->gpu_.get();

@@ -20,9 +20,10 @@ namespace {
 constexpr size_t kMaxShapes = 4096;
 
 // The forced algorithm is part of the key: efacoll_set_algo may change it between calls.
-uint64_t shape_key(const AlgoInputs& in, Algo forced) {
-  return (static_cast<uint64_t>(in.bytes) << 6) | (static_cast<uint64_t>(forced) << 3) |
-         (static_cast<uint64_t>(in.kind) << 1) | (in.inplace ? 1 : 0);
+uint64_t shape_key(const AlgoInputs& in, Algo forced, bool gpu) {
+  return (static_cast<uint64_t>(in.bytes) << 7) | (gpu ? 1u << 6 : 0u) |
+         (static_cast<uint64_t>(forced) << 3) | (static_cast<uint64_t>(in.kind) << 1) |
+         (in.inplace ? 1 : 0);
 }
 
 // "allreduce 32768 B on 4 ranks: trials (7 runs of 8 calls each, the slowest rank's median): ring
@@ -44,9 +45,9 @@ std::string trial_table(const ShapeTrial& t, const std::vector<double>& slowest)
   return text;
 }
 
-std::string shape_text(const AlgoInputs& in) {
+std::string shape_text(const AlgoInputs& in, bool gpu) {
   return std::string(coll_name(in.kind)) + " " + std::to_string(in.bytes) + " B on " +
-         std::to_string(in.nranks) + " ranks";
+         std::to_string(in.nranks) + " ranks" + (gpu ? ", GPU buffers" : "");
 }
 
 }  // namespace
@@ -61,7 +62,7 @@ TunedChoice Comm::choose_call(const AlgoInputs& in) {
     return c;
   }
   const Algo forced = config.algo.for_kind(in.kind);
-  const uint64_t key = shape_key(in, forced);
+  const uint64_t key = shape_key(in, forced, gpu_call_);
   const bool explain = log_enabled(LogLevel::kTrace, kTune);
   // Only the user's own calls that move data: a hierarchical call's phases and the calibration
   // run on schedules of their own, and each rank must count the same calls.
@@ -90,8 +91,8 @@ TunedChoice Comm::choose_call(const AlgoInputs& in) {
       // Every rank sees the same shapes in the same order, so all forget at the same call.
       if (trials_.size() >= kMaxShapes) trials_.clear();
       auto& t = trials_[key] =
-          std::make_unique<ShapeTrial>(in.kind, shape_text(in), std::move(near), config.tune_trials,
-                                       trial_calls_per_sample(in.bytes));
+          std::make_unique<ShapeTrial>(in.kind, shape_text(in, gpu_call_), std::move(near),
+                                       config.tune_trials, trial_calls_per_sample(in.bytes));
       return trial_choice(key, *t);
     }
   }

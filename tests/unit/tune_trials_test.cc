@@ -5,6 +5,7 @@
 #include <limits>
 #include <mutex>
 
+#include "host_gpu_runtime.h"
 #include "thread_ranks.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
@@ -146,6 +147,20 @@ struct CallSeen {
   bool on_trial;
 };
 
+// The smallest allreduce (bytes, from 64 B doubling) whose near candidates number more than one,
+// and their number; 0 where there is none up to 4 MiB.
+size_t first_near_allreduce(const CostModel& model, int nranks, size_t* ncand) {
+  AlgoInputs in;
+  in.kind = CollKind::kAllreduce;
+  in.nranks = nranks;
+  for (size_t bytes = 64; bytes <= (size_t(4) << 20); bytes *= 2) {
+    in.bytes = bytes;
+    *ncand = near_candidates(model, in, kTrialMargin).size();
+    if (*ncand > 1) return bytes;
+  }
+  return 0;
+}
+
 // Every rank runs the same candidates, a sample's calls each in turn, and keeps the same one,
 // and every result is exact; a shape the model does not find close is never tried, and a forced
 // algorithm never.
@@ -159,13 +174,11 @@ TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
   AlgoInputs in;
   in.kind = CollKind::kAllreduce;
   in.nranks = kRanks;
-  size_t near_bytes = 0, far_bytes = 0;
-  size_t ncand = 0;
-  for (size_t bytes = 64; bytes <= (size_t(4) << 20); bytes *= 2) {
+  size_t ncand = 0, far_bytes = 0;
+  const size_t near_bytes = first_near_allreduce(setup.config.model, kRanks, &ncand);
+  for (size_t bytes = 64; bytes <= (size_t(4) << 20) && !far_bytes; bytes *= 2) {
     in.bytes = bytes;
-    const size_t n = near_candidates(setup.config.model, in, kTrialMargin).size();
-    if (n > 1 && !near_bytes) near_bytes = bytes, ncand = n;
-    if (n == 1 && !far_bytes) far_bytes = bytes;
+    if (near_candidates(setup.config.model, in, kTrialMargin).size() == 1) far_bytes = bytes;
   }
   ASSERT_NE(near_bytes, 0u) << "the local model has near candidates somewhere";
   ASSERT_NE(far_bytes, 0u);
@@ -212,6 +225,44 @@ TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
       }
     }
   }
+}
+
+// A shape settled on host buffers is tried afresh on GPU buffers, which the fabric stages or
+// copies through host memory: the algorithms' times differ, so one trial cannot stand for both.
+TEST(TuneTrials, GpuBufferCallsAreTriedApartFromHostBufferCalls) {
+  constexpr int kRanks = 4, kEach = 2;
+  RankSetup setup;
+  ASSERT_TRUE(platform_model("local", &setup.config.model).is_ok());
+  setup.config.tune_trials = kEach;
+  setup.config.chunk_forced = false;
+  setup.config.ipc_chunk_bytes = 0;  // no CUDA IPC: GPU calls go through the fabric too
+  setup.config.timeout = std::chrono::milliseconds(20000);
+  auto counts = std::make_shared<HostGpuRuntime::Counts>();
+  setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts); };
+  size_t ncand = 0;
+  const size_t bytes = first_near_allreduce(setup.config.model, kRanks, &ncand);
+  ASSERT_NE(bytes, 0u) << "the local model has near candidates somewhere";
+  const size_t trial_calls = ncand * kEach * trial_calls_per_sample(bytes);
+  const auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
+    // Host buffers, then GPU buffers, each tried; then host buffers again, settled before.
+    const std::pair<MemKind, bool> phases[] = {
+        {MemKind::kHost, true}, {MemKind::kDevice, true}, {MemKind::kHost, false}};
+    for (const auto& [memory, tried] : phases) {
+      // The trials' calls and one after them.
+      for (size_t call = 0; call <= trial_calls; ++call) {
+        const std::string wrong =
+            check_allreduce(c.comm, c.rank, kRanks, bytes / sizeof(int32_t), memory, memory);
+        const bool on_trial = c.engine.last_choice().on_trial;
+        const bool want = tried && call < trial_calls;
+        if (!wrong.empty() || on_trial != want) {
+          c.failures->push_back(std::string(memory == MemKind::kHost ? "host" : "GPU") + " call " +
+                                std::to_string(call) + (on_trial ? "" : " not") +
+                                " on trial: " + wrong);
+        }
+      }
+    }
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
 }  // namespace
