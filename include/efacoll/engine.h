@@ -410,7 +410,8 @@ class Comm {
   bool user_call_ = false;  // inside run(): trials time only the user's own calls
   // Set by each run_locked: the call's data lies on GPUs, which the fabric stages or copies
   // through host memory. Its trials and picks are kept apart from those of host-buffer calls of
-  // the same shape, whose algorithms' times differ.
+  // the same shape, whose algorithms' times differ. Each rank reads its own buffers: every rank
+  // must pass the same kind in a call (README), as the shim's routing already requires.
   bool gpu_call_ = false;
   // Added to the prediction the fabric path records (last_choice_): where ranks share a GPU, the
   // measured time over the model's (set by node_protocol, cleared by each run_locked).

@@ -229,6 +229,7 @@ TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
 
 // A shape settled on host buffers is tried afresh on GPU buffers, which the fabric stages or
 // copies through host memory: the algorithms' times differ, so one trial cannot stand for both.
+// Every rank runs the same candidate at every call, and every result is exact.
 TEST(TuneTrials, GpuBufferCallsAreTriedApartFromHostBufferCalls) {
   constexpr int kRanks = 4, kEach = 2;
   RankSetup setup;
@@ -243,26 +244,39 @@ TEST(TuneTrials, GpuBufferCallsAreTriedApartFromHostBufferCalls) {
   const size_t bytes = first_near_allreduce(setup.config.model, kRanks, &ncand);
   ASSERT_NE(bytes, 0u) << "the local model has near candidates somewhere";
   const size_t trial_calls = ncand * kEach * trial_calls_per_sample(bytes);
-  const auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
-    // Host buffers, then GPU buffers, each tried; then host buffers again, settled before.
-    const std::pair<MemKind, bool> phases[] = {
-        {MemKind::kHost, true}, {MemKind::kDevice, true}, {MemKind::kHost, false}};
-    for (const auto& [memory, tried] : phases) {
-      // The trials' calls and one after them.
-      for (size_t call = 0; call <= trial_calls; ++call) {
-        const std::string wrong =
-            check_allreduce(c.comm, c.rank, kRanks, bytes / sizeof(int32_t), memory, memory);
-        const bool on_trial = c.engine.last_choice().on_trial;
-        const bool want = tried && call < trial_calls;
-        if (!wrong.empty() || on_trial != want) {
-          c.failures->push_back(std::string(memory == MemKind::kHost ? "host" : "GPU") + " call " +
-                                std::to_string(call) + (on_trial ? "" : " not") +
-                                " on trial: " + wrong);
+  // Host buffers, then GPU buffers, each tried; then host buffers again, settled before.
+  const std::pair<MemKind, bool> phases[] = {
+      {MemKind::kHost, true}, {MemKind::kDevice, true}, {MemKind::kHost, false}};
+  // GPU data through pinned host copies (the default limit), then through the staged pipeline.
+  for (size_t host_path_max : {setup.config.gpu_host_path_max, size_t(0)}) {
+    setup.config.gpu_host_path_max = host_path_max;
+    const std::string way = host_path_max ? "host copies" : "staged";
+    std::mutex mu;
+    std::vector<std::vector<Algo>> ran(kRanks);
+    const auto failures = run_ranks(kRanks, setup, [&](RankContext& c) {
+      std::vector<Algo> mine;
+      for (size_t phase = 0; phase < 3; ++phase) {
+        const auto& [memory, tried] = phases[phase];
+        // The trials' calls and one after them.
+        for (size_t call = 0; call <= trial_calls; ++call) {
+          const std::string wrong =
+              check_allreduce(c.comm, c.rank, kRanks, bytes / sizeof(int32_t), memory, memory);
+          const bool on_trial = c.engine.last_choice().on_trial;
+          mine.push_back(c.engine.last_choice().algo);
+          if (!wrong.empty() || on_trial != (tried && call < trial_calls)) {
+            c.failures->push_back(way + ", phase " + std::to_string(phase) + " (" +
+                                  (memory == MemKind::kHost ? "host" : "GPU") + "), call " +
+                                  std::to_string(call) + (on_trial ? "" : " not") +
+                                  " on trial: " + wrong);
+          }
         }
       }
-    }
-  });
-  for (const auto& f : failures) ADD_FAILURE() << f;
+      std::lock_guard<std::mutex> lock(mu);
+      ran[c.rank] = mine;
+    });
+    for (const auto& f : failures) ADD_FAILURE() << f;
+    for (int r = 1; r < kRanks; ++r) EXPECT_EQ(ran[r], ran[0]) << way << ": rank " << r;
+  }
 }
 
 }  // namespace
