@@ -161,16 +161,22 @@ size_t first_near_allreduce(const CostModel& model, int nranks, size_t* ncand) {
   return 0;
 }
 
+// Ranks with the local model and `each` trial samples a candidate; the tuner picks chunks too.
+RankSetup trial_setup(int each) {
+  RankSetup setup;
+  EXPECT_TRUE(platform_model("local", &setup.config.model).is_ok());
+  setup.config.tune_trials = each;
+  setup.config.chunk_forced = false;
+  setup.config.timeout = std::chrono::milliseconds(20000);  // a deadlock fails, not hangs
+  return setup;
+}
+
 // Every rank runs the same candidates, a sample's calls each in turn, and keeps the same one,
 // and every result is exact; a shape the model does not find close is never tried, and a forced
 // algorithm never.
 TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
   constexpr int kRanks = 4, kEach = 3;
-  RankSetup setup;
-  ASSERT_TRUE(platform_model("local", &setup.config.model).is_ok());
-  setup.config.tune_trials = kEach;
-  setup.config.chunk_forced = false;
-  setup.config.timeout = std::chrono::milliseconds(20000);
+  RankSetup setup = trial_setup(kEach);
   AlgoInputs in;
   in.kind = CollKind::kAllreduce;
   in.nranks = kRanks;
@@ -232,12 +238,8 @@ TEST(TuneTrials, EveryRankRunsTheSameCandidatesAndKeepsTheSameOne) {
 // Every rank runs the same candidate at every call, and every result is exact.
 TEST(TuneTrials, GpuBufferCallsAreTriedApartFromHostBufferCalls) {
   constexpr int kRanks = 4, kEach = 2;
-  RankSetup setup;
-  ASSERT_TRUE(platform_model("local", &setup.config.model).is_ok());
-  setup.config.tune_trials = kEach;
-  setup.config.chunk_forced = false;
+  RankSetup setup = trial_setup(kEach);
   setup.config.ipc_chunk_bytes = 0;  // no CUDA IPC: GPU calls go through the fabric too
-  setup.config.timeout = std::chrono::milliseconds(20000);
   auto counts = std::make_shared<HostGpuRuntime::Counts>();
   setup.gpu = [counts](int) { return std::make_unique<HostGpuRuntime>(counts); };
   size_t ncand = 0;
