@@ -19,9 +19,10 @@ namespace {
 
 constexpr size_t kMaxShapes = 4096;
 
-// The forced algorithm is part of the key: efacoll_set_algo may change it between calls.
 static_assert(static_cast<int>(CollKind::kCount) <= 4, "the kind has 2 bits of the key");
 static_assert(static_cast<int>(Algo::kIpc) < 8, "the forced algorithm has 3 bits of the key");
+
+// The forced algorithm is part of the key: efacoll_set_algo may change it between calls.
 uint64_t shape_key(const AlgoInputs& in, Algo forced, bool gpu) {
   return (static_cast<uint64_t>(in.bytes) << 7) | (gpu ? 1u << 6 : 0u) |
          (static_cast<uint64_t>(forced) << 3) | (static_cast<uint64_t>(in.kind) << 1) |
