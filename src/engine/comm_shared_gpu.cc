@@ -59,7 +59,8 @@ struct Comm::MeasuredCall {
   bool direct = false;              // IPC direct, else its rounds
   bool via_host = false;            // the fabric through pinned host copies, else staged
   std::vector<TunedChoice> fabric;  // the candidates the trials would try, the model's pick first
-  double ipc_predicted = 0;  // the model's (the fabric's pick's: fabric.front().predicted_us)
+  // IPC's prediction by the model; the fabric's is its pick's, fabric.front().predicted_us.
+  double ipc_predicted = 0;
 };
 
 Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
