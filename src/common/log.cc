@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -149,10 +151,23 @@ void log_write(LogLevel level, unsigned subsys, const char* fmt, ...) {
         break;
       }
   }
-  char msg[2048];
-  va_list ap;
+  // Most lines fit the stack; a longer one is printed whole from the heap (cut where that
+  // fails: logging never throws).
+  char small[2048];
+  const char* msg = small;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_copy(again, ap);
+  const int n = vsnprintf(small, sizeof(small), fmt, ap);
+  std::unique_ptr<char, decltype(&std::free)> large(nullptr, &std::free);
+  if (n >= static_cast<int>(sizeof(small))) {
+    large.reset(static_cast<char*>(std::malloc(static_cast<size_t>(n) + 1)));
+    if (large) {
+      vsnprintf(large.get(), static_cast<size_t>(n) + 1, fmt, again);
+      msg = large.get();
+    }
+  }
+  va_end(again);
   va_end(ap);
   std::lock_guard<std::mutex> lock(s.mutex);
   FILE* out = s.out ? s.out : stderr;
