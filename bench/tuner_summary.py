@@ -3,12 +3,17 @@
 
 Per size: each forced algorithm's median time over the runs (with the model's prediction from
 the first run), the tuner's pick in each run, and per run the pick's forced time over the fastest
-forced time of that run; then the median of those ratios.
+forced time of that run; then the median of those ratios. Under the table, what the machine's
+noise allows: the points (sizes x runs) whose pick missed the fastest by over 10 %; those where
+the pick's configuration, timed twice in one run (forced and as the tuner's own), was over 10 %
+apart; and those the algorithm fastest by the median of the runs, kept in every run, would miss.
 
     bench/tuner_summary.py run1.md run2.md run3.md
 """
 import statistics
 import sys
+
+MISS = 1.10  # the target: the pick within 10 % of the fastest forced algorithm
 
 
 def read(path):
@@ -32,6 +37,7 @@ def main(paths):
     print("| size (B) | " + " | ".join(f"{n} us" for n in names) +
           " | picks | pick / best per run | median |")
     print("|---|" + "---|" * len(names) + "---|---|---|")
+    points = misses = twice_apart = steady_misses = 0
     for size in sorted(runs[0][1]):
         times, ratios, picks = [], [], []
         for a in algos:
@@ -43,9 +49,26 @@ def main(paths):
                 continue
             picks.append(rows[size]["tuner's pick"])
             ratios.append(float(rows[size]["pick forced / best"]))
+        points += len(ratios)
+        misses += sum(x > MISS for x in ratios)
+        for _, rows in runs:
+            row = rows.get(size)
+            if row and row["auto / best"] != "-":
+                apart = float(row["auto / best"]) / float(row["pick forced / best"])
+                twice_apart += max(apart, 1 / apart) > MISS
+        medians = [float(t) if t != "-" else float("inf") for t in times]
+        steady = algos[medians.index(min(medians))]
+        for _, rows in runs:
+            if size in rows and rows[size][steady] != "-":
+                forced = [float(rows[size][a].split()[0]) for a in algos if rows[size][a] != "-"]
+                steady_misses += float(rows[size][steady].split()[0]) / min(forced) > MISS
         short = sorted(set(picks))
         print(f"| {size} | " + " | ".join(times) + f" | {', '.join(short)} | " +
               " ".join(f"{x:.2f}" for x in ratios) + f" | {statistics.median(ratios):.2f} |")
+    print(f"\nOf {points} points (sizes x runs): the pick over {MISS:.2f}x the fastest at {misses}; "
+          f"its configuration timed twice over {MISS:.2f}x apart at {twice_apart}; the algorithm "
+          f"fastest by the median of the runs, kept in every run, over {MISS:.2f}x at "
+          f"{steady_misses}.\n")
 
 
 if __name__ == "__main__":
