@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_batch.h"
+
 typedef int (*set_algo_fn)(const char*);
 typedef const char* (*last_algo_fn)(void);
 typedef double (*last_pred_fn)(void);
@@ -53,42 +55,7 @@ static void* device_buffer(size_t bytes, const void* fill) {
   return p;
 }
 
-static void call(void* send, void* recv, size_t count, int nranks) {
-  int n = (int)count;
-  if (coll == 0)
-    MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  else if (coll == 1)
-    MPI_Allgather(send, n / nranks, MPI_FLOAT, recv, n / nranks, MPI_FLOAT, MPI_COMM_WORLD);
-  else
-    MPI_Reduce_scatter_block(send, recv, n / nranks, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-}
-
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
 enum { kMaxRepeats = 63 };
-
-static int batch_iters(size_t count) {
-  return count * 4 >= (4u << 20) ? 2 : count * 4 >= (64u << 10) ? 5 : 40;
-}
-
-/* One batch's mean time per call (us), slowest rank. */
-static double batch(void* s, void* r, size_t count, int nranks) {
-  const int iters = batch_iters(count);
-  PMPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) call(s, r, count, nranks);
-  double mine = (MPI_Wtime() - t0) / iters * 1e6, worst = 0;
-  PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return worst;
-}
-
-static double median(double* t, int n) {
-  qsort(t, n, sizeof(double), cmp);
-  return t[n / 2];
-}
 
 int main(int argc, char** argv) {
   size_t min_bytes = 8, max_bytes = (size_t)1 << 28, factor = 4;
@@ -192,19 +159,19 @@ int main(int argc, char** argv) {
     idx[na] = -1;
     for (int a = 0; a <= na; ++a) { /* warm-up: first schedules, registrations, new peers */
       set_algo(spec[a]);
-      for (int w = 0; w < 3; ++w) call(s, r, count, nranks);
+      for (int w = 0; w < 3; ++w) bench_call(coll, s, r, count, nranks);
     }
     /* The tuner's online trials (EFACOLL_TUNE_TRIALS) end before its choice is measured. Every
      * rank reads the same, so all stop at the same call. */
-    for (int w = 0; on_trial && on_trial() && w < 1000; ++w) call(s, r, count, nranks);
+    for (int w = 0; on_trial && on_trial() && w < 1000; ++w) bench_call(coll, s, r, count, nranks);
     /* Batch times are the slowest rank's, the same on every rank: so is the decision to go on. */
     double spent_s = 0;
     int done = 0;
     while (done < kMaxRepeats && (done < repeats || spent_s < budget_s)) {
       for (int a = 0; a <= na; ++a) {
         set_algo(spec[a]);
-        samples[a][done] = batch(s, r, count, nranks);
-        spent_s += samples[a][done] * batch_iters(count) * 1e-6;
+        samples[a][done] = bench_batch(coll, s, r, count, nranks);
+        spent_s += samples[a][done] * bench_batch_iters(count) * 1e-6;
         pred[a] = last_pred();
         got[a] = last_algo();
       }
@@ -213,7 +180,7 @@ int main(int argc, char** argv) {
     double forced_t[5] = {0}, forced_pred[5] = {0};
     int pick_forced = -1;
     for (int a = 0; a < na; ++a) {
-      const double m = median(samples[a], done);
+      const double m = bench_median(samples[a], done);
       /* Forced ll where the call does not fit its slots runs as ipc: not a measurement of ll. */
       if (!strcmp(specs[coll][idx[a]], "ll") && strncmp(got[a], "low-latency", 11)) continue;
       forced_t[idx[a]] = m;
@@ -221,14 +188,14 @@ int main(int argc, char** argv) {
       if (m < best) best = m;
       if (!strcmp(got[a], got[na])) pick_forced = idx[a];
     }
-    const double tuned = median(samples[na], done);
+    const double tuned = bench_median(samples[na], done);
     const char* pick = got[na];
     const double predicted = pred[na];
     const double choice = pick_forced >= 0 ? forced_t[pick_forced] / best : tuned / best;
     size_t chunk = 0;
     int channels = 0;
     set_algo("auto");
-    call(s, r, count, nranks);
+    bench_call(coll, s, r, count, nranks);
     last_chunking(&chunk, &channels);
     for (int a = 0; a < 5; ++a) {
       t[a] = forced_t[a];

@@ -3,10 +3,11 @@
 
 Per size: each forced algorithm's median time over the runs (with the model's prediction from
 the first run), the tuner's pick in each run, and per run the pick's forced time over the fastest
-forced time of that run; then the median of those ratios. Under the table, what the machine's
-noise allows: the points (sizes x runs) whose pick missed the fastest by over 10 %; those where
-the pick's configuration, timed twice in one run (forced and as the tuner's own), was over 10 %
-apart; and those the algorithm fastest by the median of the runs, kept in every run, would miss.
+forced time of that run; then the median of those ratios. Under the table, how far one run
+can judge a pick: the points (sizes x runs) whose pick missed the fastest by over 10 %; those
+where the pick's configuration, timed twice in one run (forced, and as the tuner's own batch,
+which follows another way's), was over 10 % apart; and, for reference, those the algorithm
+fastest by the median of the runs, fixed in hindsight, would miss.
 
     bench/tuner_summary.py run1.md run2.md run3.md
 """
@@ -53,7 +54,7 @@ def main(paths):
         misses += sum(x > MISS for x in ratios)
         for _, rows in runs:
             row = rows.get(size)
-            if row and row["auto / best"] != "-":
+            if row and row.get("auto / best", "-") != "-":
                 apart = float(row["auto / best"]) / float(row["pick forced / best"])
                 twice_apart += max(apart, 1 / apart) > MISS
         medians = [float(t) if t != "-" else float("inf") for t in times]
@@ -65,10 +66,10 @@ def main(paths):
         short = sorted(set(picks))
         print(f"| {size} | " + " | ".join(times) + f" | {', '.join(short)} | " +
               " ".join(f"{x:.2f}" for x in ratios) + f" | {statistics.median(ratios):.2f} |")
-    print(f"\nOf {points} points (sizes x runs): the pick over {MISS:.2f}x the fastest at {misses}; "
-          f"its configuration timed twice over {MISS:.2f}x apart at {twice_apart}; the algorithm "
-          f"fastest by the median of the runs, kept in every run, over {MISS:.2f}x at "
-          f"{steady_misses}.\n")
+    print(f"\nOf {points} points (sizes x runs): the pick over {MISS:.2f}x the fastest at "
+          f"{misses}; its configuration timed twice over {MISS:.2f}x apart at {twice_apart}; "
+          f"the algorithm fastest by the median of the runs, fixed in hindsight, over "
+          f"{MISS:.2f}x at {steady_misses}.\n")
 
 
 if __name__ == "__main__":

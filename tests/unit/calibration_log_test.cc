@@ -1,12 +1,8 @@
 // What EFACOLL_DEBUG=INFO shows of a calibration: every measured point of every algorithm, whole
 // (before 2026-12-04 the corrections went out as one line cut at 2,048 characters, in the
 // middle of the allgathers' points).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,41 +16,27 @@ namespace efacoll {
 namespace testing {
 namespace {
 
-// Standard error goes to a file while it lives; text() is what was written there. The log
-// prints at INFO for TUNE meanwhile, at its default after.
-class CapturedLog {
+// While it lives the log prints at INFO for TUNE, and standard error is captured (gtest's
+// capture; text() ends it); after, the log is at its default again.
+class TuneInfoCaptured {
  public:
-  CapturedLog() {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    const int fd = mkstemp(path_);
-    dup2(fd, 2);
-    close(fd);
+  TuneInfoCaptured() {
     log_configure(parse_log_config("INFO", "TUNE", ""));
+    ::testing::internal::CaptureStderr();
   }
-  ~CapturedLog() {
-    restore();
-    unlink(path_);
+  ~TuneInfoCaptured() {
+    if (capturing_) ::testing::internal::GetCapturedStderr();
+    log_configure(parse_log_config("WARN", "", ""));
   }
+  TuneInfoCaptured(const TuneInfoCaptured&) = delete;
+  TuneInfoCaptured& operator=(const TuneInfoCaptured&) = delete;
   std::string text() {
-    restore();
-    std::ifstream in(path_);
-    std::stringstream all;
-    all << in.rdbuf();
-    return all.str();
+    capturing_ = false;
+    return ::testing::internal::GetCapturedStderr();
   }
 
  private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-    log_configure(parse_log_config("WARN", "", ""));
-  }
-  char path_[32] = "/tmp/efacoll_log_XXXXXX";
-  int saved_ = -1;
+  bool capturing_ = true;
 };
 
 std::vector<std::string> lines_with(const std::string& text, const std::string& part) {
@@ -68,7 +50,7 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
 
 TEST(Log, ALineLongerThanTheStackBufferArrivesWhole) {
   const std::string long_text(5000, 'x');
-  CapturedLog log;
+  TuneInfoCaptured log;
   EFACOLL_INFO(kTune, "begin %s end", long_text.c_str());
   const std::vector<std::string> lines = lines_with(log.text(), "begin ");
   ASSERT_EQ(lines.size(), 1u);
@@ -82,7 +64,7 @@ TEST(Calibration, LogsEveryPointOfEveryAlgorithm) {
   constexpr int kRanks = 4;
   RankSetup setup;
   setup.config.calibrate = true;
-  CapturedLog log;
+  TuneInfoCaptured log;
   const auto failures = run_ranks(kRanks, setup, [](RankContext&) {});
   for (const auto& f : failures) ADD_FAILURE() << f;
   const std::string text = log.text();
