@@ -34,6 +34,26 @@ inline std::vector<int> blocks_with_partners(const Fold& f, int lo, int size) {
   return blocks;
 }
 
+// The exchanges block b takes to reach `holder` (one more for an extra rank's block, folded in
+// before them): where every message takes as long, the time it arrives.
+inline int hops_to(const Fold& f, int b, int holder) {
+  int apart = (b >= f.p ? b - f.p : b) ^ holder, hops = b >= f.p ? 1 : 0;
+  for (; apart; apart &= apart - 1) ++hops;
+  return hops;
+}
+
+// The blocks of holder's group of `size` in the order they reach it, and so the order it sends
+// them on (each as soon as it is in). The receiver posts its receives in this order too, so that
+// a provider matches each arriving message with the first receive it tries: udp;ofi_rxd 1.17
+// loses one of two multi-packet messages from a peer that arrive in the other order than their
+// receives were posted.
+inline std::vector<int> blocks_in_arrival_order(const Fold& f, int holder, int size) {
+  std::vector<int> blocks = blocks_with_partners(f, holder & ~(size - 1), size);
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [&](int a, int b) { return hops_to(f, a, holder) < hops_to(f, b, holder); });
+  return blocks;
+}
+
 // The most chunks any block takes.
 inline size_t max_block_chunks(const RingLayout& layout, int n, size_t chunk) {
   size_t most = 1;

@@ -40,7 +40,7 @@ Status build_rd_allgather(const RingArgs& args, Schedule* out) {
   if (r >= p) {  // hand the block over, then receive everything
     std::vector<uint32_t> sent =
         add_chunked(&s, OpKind::kSend, r - p, msg(0, r), 0, own, layout.block_bytes(r), chunk, {});
-    for (int b = 0; b < n; ++b) {
+    for (int b : blocks_in_arrival_order(fold, r - p, p)) {
       if (b == r) continue;
       add_chunked(&s, OpKind::kRecv, r - p, msg(steps + 1, b), steps + 1, block_ref(b),
                   layout.block_bytes(b), chunk, {});
@@ -53,18 +53,18 @@ Status build_rd_allgather(const RingArgs& args, Schedule* out) {
   }
   for (int k = 0; k < steps; ++k) {
     const int d = 1 << k, peer = r ^ d;
-    for (int b : blocks_with_partners(fold, r & ~(d - 1), d)) {
+    for (int b : blocks_in_arrival_order(fold, r, d)) {
       add_chunked(&s, OpKind::kSend, peer, msg(k + 1, b), k + 1,
                   b == r && !args.inplace ? own : block_ref(b), layout.block_bytes(b), chunk,
                   b == r && !args.inplace ? std::vector<uint32_t>{} : ready[b]);
     }
-    for (int b : blocks_with_partners(fold, peer & ~(d - 1), d)) {
+    for (int b : blocks_in_arrival_order(fold, peer, d)) {
       ready[b] = add_chunked(&s, OpKind::kRecv, peer, msg(k + 1, b), k + 1, block_ref(b),
                              layout.block_bytes(b), chunk, {});
     }
   }
   if (r < extra) {
-    for (int b = 0; b < n; ++b) {
+    for (int b : blocks_in_arrival_order(fold, r, p)) {
       if (b == r + p) continue;
       add_chunked(&s, OpKind::kSend, r + p, msg(steps + 1, b), steps + 1, block_ref(b),
                   layout.block_bytes(b), chunk, ready[b]);

@@ -38,8 +38,32 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   // comes back tagged with them, from any peer.
   if (6 * max_chunks > kMaxMsgId) return Status(Code::kInvalid, "too many chunks for a tag");
 
+  // The children's chunks on their way up, of both trees, are posted first: a rank that is a
+  // leaf of one tree sends up it at once, but down the other tree to the same neighbour only
+  // later (fold.h says why a peer's receives should be posted in the order it sends).
+  auto up_id = [&](int t, size_t c) { return static_cast<uint32_t>((t * max_chunks + c) * 3); };
+  std::vector<uint32_t> up_recv[2];
+  size_t half_start = 0;
+  for (int t = 0; t < 2; ++t) {
+    const TreeNode node = tree_node(n, t, r);
+    const size_t half_bytes = halves[t] * esize;
+    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
+      const size_t at = half_start + off, bytes = std::min(chunk, half_bytes - off);
+      for (size_t k = 0; k < node.children.size(); ++k) {
+        Op recv(OpKind::kRecv);
+        recv.peer = node.children[k];
+        recv.msg_id = up_id(t, c);
+        recv.step = 0;
+        recv.bytes = bytes;
+        recv.dst = {BufId::kScratch, k * total + at};
+        up_recv[t].push_back(s.add(recv));
+      }
+    }
+    half_start += half_bytes;
+  }
   size_t half_at = 0;
   for (int t = 0; t < 2; ++t) {
+    size_t next_up = 0;
     const TreeNode node = tree_node(n, t, r);
     // Which of the parent's children this rank is names the messages coming down to it.
     int place = 0;
@@ -50,18 +74,12 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
     const size_t half_bytes = halves[t] * esize;
     for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
       const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
-      const uint32_t up = static_cast<uint32_t>((t * max_chunks + c) * 3);
+      const uint32_t up = up_id(t, c);
       auto down_to = [&](int k) { return up + 1 + static_cast<uint32_t>(k); };
       // Way up: the accumulator is recv; the first reduction reads the input directly.
       uint32_t acc = UINT32_MAX;
       for (size_t k = 0; k < node.children.size(); ++k) {
-        Op recv(OpKind::kRecv);
-        recv.peer = node.children[k];
-        recv.msg_id = up;
-        recv.step = 0;
-        recv.bytes = bytes;
-        recv.dst = {BufId::kScratch, k * total + at};
-        const uint32_t rid = s.add(recv);
+        const uint32_t rid = up_recv[t][next_up++];
         Op red(OpKind::kReduce);
         red.bytes = bytes;
         red.dst = {BufId::kRecv, at};
@@ -104,6 +122,7 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         s.depend(result, s.add(send));
       }
     }
+    if (next_up != up_recv[t].size()) return Status(Code::kInternal, "tree: receives miscounted");
     half_at += half_bytes;
   }
   return Status::ok();
