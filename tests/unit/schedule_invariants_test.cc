@@ -250,18 +250,14 @@ TEST(ScheduleInvariants, EverySendMatchedAcyclicAndRaceFree) {
 // When each operation starts, all ranks' schedules run together in lockstep: an operation is
 // ready once its dependencies are done; a local one is done at once, a send when it starts, a
 // receive one step after its send started (or when it is posted, if later). Ties go by index, as
-// the executor takes ready operations.
-struct Timing {
-  std::vector<std::vector<int>> ready;  // per rank and operation
-};
-
-Timing lockstep(const std::vector<Schedule>& ranks) {
+// the executor takes ready operations. Returns when each became ready, per rank and operation
+// (-1: never).
+std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks) {
   using Key = std::tuple<int, int, uint32_t>;  // sender, receiver, msg id
   std::map<Key, int> send_start;
-  Timing t;
-  std::vector<std::vector<int>> done(ranks.size());
+  std::vector<std::vector<int>> when(ranks.size()), done(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
-    t.ready.emplace_back(ranks[r].ops.size(), -1);
+    when[r].assign(ranks[r].ops.size(), -1);
     done[r].assign(ranks[r].ops.size(), -1);
   }
   for (bool moved = true; moved;) {
@@ -287,13 +283,13 @@ Timing lockstep(const std::vector<Schedule>& ranks) {
           if (it == send_start.end()) continue;
           finish = std::max(ready[i], it->second + 1);
         }
-        t.ready[r][i] = ready[i];
+        when[r][i] = ready[i];
         done[r][i] = finish;
         moved = true;
       }
     }
   }
-  return t;
+  return when;
 }
 
 // Each rank posts its receives from a peer in the order that peer starts the sends: a provider
@@ -306,17 +302,16 @@ TEST(ScheduleInvariants, EachPeersReceivesArePostedInTheOrderItSends) {
       SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk));
       std::vector<Schedule> ranks(c.n);
       for (int r = 0; r < c.n; ++r) ASSERT_TRUE(build(c, r, chunk, &ranks[r]).is_ok());
-      const Timing t = lockstep(ranks);
+      const std::vector<std::vector<int>> ready = lockstep_ready(ranks);
       // (from, to) -> (start, rank's op index, msg id), sorted into the order of starting.
       std::map<std::pair<int, int>, std::vector<std::tuple<int, uint32_t, uint32_t>>> sent, posted;
       for (int r = 0; r < c.n; ++r) {
         for (uint32_t i = 0; i < ranks[r].ops.size(); ++i) {
           const Op& op = ranks[r].ops[i];
-          ASSERT_GE(t.ready[r][i], 0) << "rank " << r << " op " << i << " never ran";
-          if (op.kind == OpKind::kSend)
-            sent[{r, op.peer}].emplace_back(t.ready[r][i], i, op.msg_id);
+          ASSERT_GE(ready[r][i], 0) << "rank " << r << " op " << i << " never ran";
+          if (op.kind == OpKind::kSend) sent[{r, op.peer}].emplace_back(ready[r][i], i, op.msg_id);
           if (op.kind == OpKind::kRecv)
-            posted[{op.peer, r}].emplace_back(t.ready[r][i], i, op.msg_id);
+            posted[{op.peer, r}].emplace_back(ready[r][i], i, op.msg_id);
         }
       }
       auto ids = [](auto& m) {
