@@ -45,8 +45,10 @@ inline int hops_to(const Fold& f, int b, int holder) {
 // The blocks of holder's group of `size` in the order they reach it, and so the order it sends
 // them on (each as soon as it is in). The receiver posts its receives in this order too, so that
 // a provider matches each arriving message with the first receive it tries: udp;ofi_rxd 1.17
-// loses one of two multi-packet messages from a peer that arrive in the other order than their
-// receives were posted.
+// loses multi-packet messages from a peer that arrive in another order than their receives were
+// posted. Chunks of blocks from different peers can still be ready out of this order; on such a
+// provider the executor holds each send until those listed before it are posted
+// (TransportInfo::needs_posting_order).
 inline std::vector<int> blocks_in_arrival_order(const Fold& f, int holder, int size) {
   std::vector<int> blocks = blocks_with_partners(f, holder & ~(size - 1), size);
   std::stable_sort(blocks.begin(), blocks.end(),

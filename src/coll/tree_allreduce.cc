@@ -38,9 +38,12 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   // comes back tagged with them, from any peer.
   if (6 * max_chunks > kMaxMsgId) return Status(Code::kInvalid, "too many chunks for a tag");
 
-  // The children's chunks on their way up, of both trees, are posted first: a rank that is a
-  // leaf of one tree sends up it at once, but down the other tree to the same neighbour only
-  // later (fold.h says why a peer's receives should be posted in the order it sends).
+  // Between two ranks messages flow both ways: up one tree and down the other (a leaf of one
+  // tree sends up it at once, but down the other tree to the same neighbour only later). Every
+  // rank lists the ways up, of both trees, before the ways down, and each in the same order of
+  // tree and chunk, so that each peer's sends are listed in the order its receives are
+  // (fold.h says why that order matters): first the children's chunks coming up, then the
+  // reductions and sends up, then the results coming down and going on down.
   auto up_id = [&](int t, size_t c) { return static_cast<uint32_t>((t * max_chunks + c) * 3); };
   std::vector<uint32_t> up_recv[2];
   size_t half_start = 0;
@@ -61,22 +64,17 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
     }
     half_start += half_bytes;
   }
+  // Per tree and chunk: the op after which this rank's chunk has left for the parent (or, at the
+  // root, after which recv holds the result).
+  std::vector<uint32_t> went_up[2];
   size_t half_at = 0;
   for (int t = 0; t < 2; ++t) {
     size_t next_up = 0;
     const TreeNode node = tree_node(n, t, r);
-    // Which of the parent's children this rank is names the messages coming down to it.
-    int place = 0;
-    if (node.parent >= 0) {
-      const std::vector<int> siblings = tree_node(n, t, node.parent).children;
-      place = static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
-    }
     const size_t half_bytes = halves[t] * esize;
     for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
       const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
-      const uint32_t up = up_id(t, c);
-      auto down_to = [&](int k) { return up + 1 + static_cast<uint32_t>(k); };
-      // Way up: the accumulator is recv; the first reduction reads the input directly.
+      // The accumulator is recv; the first reduction reads the input directly.
       uint32_t acc = UINT32_MAX;
       for (size_t k = 0; k < node.children.size(); ++k) {
         const uint32_t rid = up_recv[t][next_up++];
@@ -90,27 +88,48 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         if (acc != UINT32_MAX) s.depend(acc, id);
         acc = id;
       }
+      if (node.parent < 0) {
+        if (acc == UINT32_MAX) return Status(Code::kInternal, "a tree root without children");
+        went_up[t].push_back(acc);
+        continue;
+      }
       // A leaf's contribution is its input; an inner node's, its accumulator.
-      const BufRef mine = {acc == UINT32_MAX ? BufId::kSend : BufId::kRecv, at};
-      uint32_t result = acc;  // the op after which recv holds the final chunk
+      Op send(OpKind::kSend);
+      send.peer = node.parent;
+      send.msg_id = up_id(t, c);
+      send.bytes = bytes;
+      send.src = {acc == UINT32_MAX ? BufId::kSend : BufId::kRecv, at};
+      const uint32_t sid = s.add(send);
+      if (acc != UINT32_MAX) s.depend(acc, sid);
+      went_up[t].push_back(sid);
+    }
+    if (next_up != up_recv[t].size()) return Status(Code::kInternal, "tree: receives miscounted");
+    half_at += half_bytes;
+  }
+  half_at = 0;
+  for (int t = 0; t < 2; ++t) {
+    const TreeNode node = tree_node(n, t, r);
+    // Which of the parent's children this rank is names the messages coming down to it.
+    int place = 0;
+    if (node.parent >= 0) {
+      const std::vector<int> siblings = tree_node(n, t, node.parent).children;
+      place = static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
+    }
+    const size_t half_bytes = halves[t] * esize;
+    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
+      const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
+      auto down_to = [&](int k) { return up_id(t, c) + 1 + static_cast<uint32_t>(k); };
+      uint32_t result = went_up[t][c];  // the op after which recv holds the final chunk
       if (node.parent >= 0) {
-        Op send(OpKind::kSend);
-        send.peer = node.parent;
-        send.msg_id = up;
-        send.bytes = bytes;
-        send.src = mine;
-        const uint32_t sid = s.add(send);
-        if (acc != UINT32_MAX) s.depend(acc, sid);
         Op recv(OpKind::kRecv);  // the final value, over the accumulator once it has left
         recv.peer = node.parent;
         recv.msg_id = down_to(place);
         recv.step = 1;
         recv.bytes = bytes;
         recv.dst = {BufId::kRecv, at};
+        const uint32_t sid = result;
         result = s.add(recv);
         s.depend(sid, result);
-      } else if (acc == UINT32_MAX) {
-        return Status(Code::kInternal, "a tree root without children");
       }
       for (size_t k = 0; k < node.children.size(); ++k) {
         Op send(OpKind::kSend);
@@ -122,7 +141,6 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         s.depend(result, s.add(send));
       }
     }
-    if (next_up != up_recv[t].size()) return Status(Code::kInternal, "tree: receives miscounted");
     half_at += half_bytes;
   }
   return Status::ok();

@@ -250,11 +250,14 @@ TEST(ScheduleInvariants, EverySendMatchedAcyclicAndRaceFree) {
 // When each operation starts, all ranks' schedules run together in lockstep: an operation is
 // ready once its dependencies are done; a local one is done at once, a send when it starts, a
 // receive one step after its send started (or when it is posted, if later). Ties go by index, as
-// the executor takes ready operations. Returns when each became ready, per rank and operation
-// (-1: never).
-std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks) {
+// the executor takes ready operations. in_lanes: as the executor where the transport
+// needs_posting_order, a send or receive also waits until the one listed before it with the same
+// peer (and direction) has started; and a send is done only once its receive is posted, as
+// udp;ofi_rxd acknowledges a message only into a posted receive. Returns when each started, per
+// rank and operation (-1: never).
+std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks, bool in_lanes) {
   using Key = std::tuple<int, int, uint32_t>;  // sender, receiver, msg id
-  std::map<Key, int> send_start;
+  std::map<Key, int> send_start, recv_start;
   std::vector<std::vector<int>> when(ranks.size()), done(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     when[r].assign(ranks[r].ops.size(), -1);
@@ -272,18 +275,37 @@ std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks)
           ready[next] = std::max(ready[next], done[r][i]);
         }
       }
-      for (uint32_t i = 0; i < s.ops.size(); ++i) {
-        if (done[r][i] >= 0 || !known[i]) continue;
+      std::map<std::pair<int, OpKind>, uint32_t> lane_last;
+      for (uint32_t i = 0; in_lanes && i < s.ops.size(); ++i) {
         const Op& op = s.ops[i];
-        int finish = ready[i];
-        if (op.kind == OpKind::kSend) {
-          send_start[Key{static_cast<int>(r), op.peer, op.msg_id}] = ready[i];
-        } else if (op.kind == OpKind::kRecv) {
-          auto it = send_start.find(Key{op.peer, static_cast<int>(r), op.msg_id});
-          if (it == send_start.end()) continue;
-          finish = std::max(ready[i], it->second + 1);
+        if (op.kind != OpKind::kSend && op.kind != OpKind::kRecv) continue;
+        auto [it, first] = lane_last.emplace(std::make_pair(op.peer, op.kind), i);
+        if (first) continue;
+        if (when[r][it->second] < 0) known[i] = false;
+        ready[i] = std::max(ready[i], when[r][it->second]);
+        it->second = i;
+      }
+      for (uint32_t i = 0; i < s.ops.size(); ++i) {
+        const Op& op = s.ops[i];
+        const Key key = op.kind == OpKind::kSend ? Key{static_cast<int>(r), op.peer, op.msg_id}
+                                                 : Key{op.peer, static_cast<int>(r), op.msg_id};
+        if (when[r][i] < 0 && known[i]) {
+          when[r][i] = ready[i];
+          if (op.kind == OpKind::kSend) send_start[key] = ready[i];
+          if (op.kind == OpKind::kRecv) recv_start[key] = ready[i];
+          moved = true;
         }
-        when[r][i] = ready[i];
+        if (when[r][i] < 0 || done[r][i] >= 0) continue;
+        int finish = when[r][i];
+        if (op.kind == OpKind::kSend && in_lanes) {
+          auto it = recv_start.find(key);
+          if (it == recv_start.end()) continue;
+          finish = std::max(finish, it->second);
+        } else if (op.kind == OpKind::kRecv) {
+          auto it = send_start.find(key);
+          if (it == send_start.end()) continue;
+          finish = std::max(finish, it->second + 1);
+        }
         done[r][i] = finish;
         moved = true;
       }
@@ -296,13 +318,19 @@ std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks)
 // then matches each message with the first receive it tries, and udp;ofi_rxd 1.17, which loses
 // one of two multi-packet messages from a peer that arrive in the other order than their
 // receives were posted, stays out of it.
+// Also with each peer's operations started in schedule order and sends done only once received,
+// as where the transport needs_posting_order: then every schedule still runs to its end.
 TEST(ScheduleInvariants, EachPeersReceivesArePostedInTheOrderItSends) {
   for (const Case& c : cases()) {
-    for (size_t chunk : {size_t(4), size_t(12), size_t(1 << 20)}) {
-      SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk));
+    for (auto [chunk, in_lanes] : {std::pair{size_t(4), false},
+                                   {size_t(12), false},
+                                   {size_t(1 << 20), false},
+                                   {size_t(4), true},
+                                   {size_t(12), true}}) {
+      SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk) + (in_lanes ? " in lanes" : ""));
       std::vector<Schedule> ranks(c.n);
       for (int r = 0; r < c.n; ++r) ASSERT_TRUE(build(c, r, chunk, &ranks[r]).is_ok());
-      const std::vector<std::vector<int>> ready = lockstep_ready(ranks);
+      const std::vector<std::vector<int>> ready = lockstep_ready(ranks, in_lanes);
       // (from, to) -> (start, rank's op index, msg id), sorted into the order of starting.
       std::map<std::pair<int, int>, std::vector<std::tuple<int, uint32_t, uint32_t>>> sent, posted;
       for (int r = 0; r < c.n; ++r) {
@@ -323,6 +351,32 @@ TEST(ScheduleInvariants, EachPeersReceivesArePostedInTheOrderItSends) {
         return out;
       };
       EXPECT_EQ(ids(sent), ids(posted));
+    }
+  }
+}
+
+// The executor posts a peer's sends, and its receives from a peer, in schedule order (a lane's
+// operation waits until the one listed before it is posted): so that every provider matches each
+// message with the first receive it tries, each rank must list its sends to a peer in the order
+// that peer lists its receives from it. Dependencies must point forward, or holding an operation
+// behind an earlier one of its lane could wait on itself.
+TEST(ScheduleInvariants, EachPeersSendsAreListedInTheOrderItsReceivesAre) {
+  for (const Case& c : cases()) {
+    for (size_t chunk : {size_t(4), size_t(12), size_t(1 << 20)}) {
+      SCOPED_TRACE(name(c) + " chunk " + std::to_string(chunk));
+      std::map<std::pair<int, int>, std::vector<uint32_t>> sent, posted;  // (from, to) -> ids
+      for (int r = 0; r < c.n; ++r) {
+        Schedule s;
+        ASSERT_TRUE(build(c, r, chunk, &s).is_ok());
+        for (uint32_t i = 0; i < s.ops.size(); ++i) {
+          const Op& op = s.ops[i];
+          if (op.kind == OpKind::kSend) sent[{r, op.peer}].push_back(op.msg_id);
+          if (op.kind == OpKind::kRecv) posted[{op.peer, r}].push_back(op.msg_id);
+          for (uint32_t next : s.successors[i])
+            ASSERT_LT(i, next) << "rank " << r << ": op " << next << " depends on a later op";
+        }
+      }
+      EXPECT_EQ(sent, posted);
     }
   }
 }
