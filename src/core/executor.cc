@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -79,6 +80,42 @@ void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   }
   ++done_;
   release(index);
+}
+
+void Executor::order_lanes() {
+  const size_t n = s_.ops.size();
+  lane_prev_.assign(n, kNoOp);
+  lane_next_.assign(n, kNoOp);
+  lane_posted_.assign(n, false);
+  held_.assign(n, false);
+  std::map<uint64_t, uint32_t> last;  // lane -> its latest op so far
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t lane = lane_of(s_.ops[i]);
+    if (lane == kNoLane) continue;
+    auto [it, first] = last.emplace(lane, i);
+    if (!first) {
+      lane_prev_[i] = it->second;
+      lane_next_[it->second] = i;
+      it->second = i;
+    }
+  }
+}
+
+bool Executor::held_behind_lane(uint32_t index) {
+  if (lane_prev_.empty() || lane_prev_[index] == kNoOp || lane_posted_[lane_prev_[index]])
+    return false;
+  held_[index] = true;
+  return true;
+}
+
+void Executor::lane_posted(uint32_t index) {
+  if (lane_prev_.empty()) return;
+  lane_posted_[index] = true;
+  const uint32_t next = lane_next_[index];
+  if (next != kNoOp && held_[next]) {
+    held_[next] = false;
+    ready_.push(next);
+  }
 }
 
 void Executor::release(uint32_t index) {
@@ -179,6 +216,7 @@ Status Executor::run() {
       // Popped first: an operation that completes at once pushes its successors.
       uint32_t index = ready_.top();
       ready_.pop();
+      if (held_behind_lane(index)) continue;
       const uint64_t lane = lane_of(s_.ops[index]);
       if (lane != kNoLane && turned_away_.count(lane)) {
         deferred_.push_back(index);
@@ -193,6 +231,8 @@ Status Executor::run() {
       if (!st.is_ok()) {
         error_ = op_error(s_.ops[index], st);
         if (lane != kNoLane) links_in_doubt_.insert(s_.ops[index].peer);
+      } else {
+        lane_posted(index);
       }
       moved = true;
     }

@@ -64,6 +64,10 @@ struct TransportInfo {
   // receiver's registered buffer (every buffer then needs a registration).
   bool rdma = false;
   size_t rdma_threshold = SIZE_MAX;
+  // The messages from one peer must come in the order their receives were posted: udp;ofi_rxd
+  // 1.17 otherwise loses multi-packet messages (docs/architecture.md, "udp"). The executor then
+  // posts each peer's sends, and its receives from each peer, in schedule order.
+  bool needs_posting_order = false;
   bool needs_registration() const { return needs_local_mr || rdma; }
 };
 

@@ -1,11 +1,16 @@
-/* Whether a libfabric provider delivers two multi-packet tagged messages from one peer when they
- * arrive in the other order than their receives were posted; plain libfabric, no efacoll (MPI
- * only exchanges the addresses). The pattern is a recursive-doubling allgather of one message per
- * block on 4 ranks: step 1 swaps blocks with rank ^ 1, step 2 sends the own block at once and the
- * block from step 1 once it is in, to rank ^ 2. "in-order" posts step 2's two receives in the
- * order that peer sends; "reversed" the other way round. udp;ofi_rxd 1.17 fails the latter
- * (docs/architecture.md). Not run by ctest: it checks a provider, not efacoll.
- * Usage: mpirun -np 4 efacoll_receive_order_probe PROVIDER in-order|reversed [BYTES] [CALLS]
+/* Whether a libfabric provider delivers a peer's multi-packet tagged messages when they arrive in
+ * another order than their receives were posted; plain libfabric, no efacoll (MPI only exchanges
+ * the addresses). The pattern is a recursive-doubling allgather on a power of two of ranks, each
+ * block cut into chunks: in step s a rank sends the blocks it holds, in the order they reached it,
+ * to rank ^ 2^(s-1), each chunk once it is in. Every receive is posted at the start of a call.
+ *   in-order  each peer's receives in the order it lists its sends, which it posts in that order
+ *   reversed  each step's receives the other way round (sends as in-order)
+ *   as-ready  receives as in-order, each send posted as soon as its chunk is in, so that chunks
+ *             of blocks from different peers go out interleaved
+ * udp;ofi_rxd 1.17 fails the latter two (docs/architecture.md). Not run by ctest: it checks a
+ * provider, not efacoll.
+ * Usage: mpirun -np 4 efacoll_receive_order_probe PROVIDER in-order|reversed|as-ready
+ *        [BLOCK_BYTES (4096)] [CALLS (5000)] [CHUNK_BYTES (the block)]
  * Exit 0: every call delivered every block; 1: a stall (10 s), a CQ error or wrong data. */
 #include <mpi.h>
 #include <rdma/fabric.h>
@@ -34,7 +39,8 @@ static void ok_or_fail(int rc, const char* what) {
 
 typedef struct {
   struct fi_context2 ctx; /* first: the CQ entry's context points here */
-  int done;
+  int posted, done;
+  int step, block, chunk; /* what it carries */
 } Op;
 
 static int read_cq(int call) {
@@ -52,44 +58,44 @@ static double seconds(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void wait_for(Op* ops, int count, int call) {
-  const double start = seconds();
-  for (int i = 0; i < count;) {
-    if (ops[i].done) {
-      ++i;
-    } else if (!read_cq(call)) {
-      sched_yield(); /* ranks share cores */
-      if (seconds() - start > 10) fail("stalled", call);
-    }
+/* The blocks rank r holds after `steps` steps, in the order they reached it. */
+static int held_blocks(int r, int steps, int* out) {
+  if (steps == 0) {
+    out[0] = r;
+    return 1;
   }
+  const int before = held_blocks(r, steps - 1, out);
+  return before + held_blocks(r ^ (1 << (steps - 1)), steps - 1, out + before);
 }
 
-/* The message of `block` sent by `sender` in `step` of call `call`. */
-static uint64_t tag_of(int call, int step, int sender, int block) {
-  return ((uint64_t)(call & 0xffff) << 32) | ((uint64_t)step << 16) | ((uint64_t)sender << 8) |
-         (uint64_t)block;
+/* The message of chunk `chunk` of `block`, sent in `step` of call `call`, by `sender`. */
+static uint64_t tag_of(int call, int step, int sender, int block, int chunk) {
+  return ((uint64_t)(call & 0xffff) << 44) | ((uint64_t)step << 40) | ((uint64_t)sender << 28) |
+         ((uint64_t)block << 16) | (uint64_t)chunk;
 }
-
-#define POST(expr, call)                                \
-  do {                                                  \
-    ssize_t rc_;                                        \
-    while ((rc_ = (expr)) == -FI_EAGAIN) read_cq(call); \
-    if (rc_) fail("posting", call);                     \
-  } while (0)
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int nranks;
+  int nranks, steps = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  if (nranks != 4 || argc < 3) {
-    if (rank == 0) fprintf(stderr, "usage: 4 ranks, PROVIDER in-order|reversed [BYTES] [CALLS]\n");
+  while ((1 << steps) < nranks) ++steps;
+  const char* order = argc > 2 ? argv[2] : "";
+  const int reversed = !strcmp(order, "reversed"), as_ready = !strcmp(order, "as-ready");
+  if ((1 << steps) != nranks || nranks > 256 || argc < 3 ||
+      !(reversed || as_ready || !strcmp(order, "in-order"))) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: a power of two of ranks, PROVIDER in-order|reversed|as-ready "
+              "[BLOCK_BYTES] [CALLS] [CHUNK_BYTES]\n");
     MPI_Finalize();
     return 2;
   }
-  const int reversed = strcmp(argv[2], "reversed") == 0;
   const size_t bytes = argc > 3 ? strtoull(argv[3], 0, 10) : 4096;
   const int calls = argc > 4 ? atoi(argv[4]) : 5000;
+  const size_t chunk = argc > 5 ? strtoull(argv[5], 0, 10) : bytes;
+  const int chunks = (int)((bytes + chunk - 1) / chunk);
+  if (bytes == 0 || chunk == 0 || chunks > 0xffff) fail("bad sizes", -1);
 
   struct fi_info* hints = fi_allocinfo();
   hints->ep_attr->type = FI_EP_RDM;
@@ -104,7 +110,7 @@ int main(int argc, char** argv) {
   ok_or_fail(fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &info), "fi_getinfo");
   ok_or_fail(fi_fabric(info->fabric_attr, &fabric, NULL), "fi_fabric");
   ok_or_fail(fi_domain(fabric, info, &domain, NULL), "fi_domain");
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 1024};
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 4096};
   ok_or_fail(fi_cq_open(domain, &cq_attr, &cq, NULL), "fi_cq_open");
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
   ok_or_fail(fi_av_open(domain, &av_attr, &av, NULL), "fi_av_open");
@@ -112,50 +118,89 @@ int main(int argc, char** argv) {
   ok_or_fail(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
   ok_or_fail(fi_ep_bind(ep, &av->fid, 0), "fi_ep_bind(av)");
   ok_or_fail(fi_enable(ep), "fi_enable");
-  char name[256], names[4 * 256];
+  char name[256];
   size_t name_len = sizeof(name);
   ok_or_fail(fi_getname(&ep->fid, name, &name_len), "fi_getname");
+  char* names = malloc(name_len * nranks);
   MPI_Allgather(name, (int)name_len, MPI_BYTE, names, (int)name_len, MPI_BYTE, MPI_COMM_WORLD);
-  fi_addr_t addr[4];
-  if (fi_av_insert(av, names, 4, addr, 0, NULL) != 4) fail("fi_av_insert", -1);
+  fi_addr_t* addr = malloc(sizeof(fi_addr_t) * nranks);
+  if (fi_av_insert(av, names, nranks, addr, 0, NULL) != nranks) fail("fi_av_insert", -1);
 
-  char* buf = malloc(bytes * 4);
-  const int p1 = rank ^ 1, p2 = rank ^ 2;
-  /* The step-2 peer sends its own block first, then the one it got from its step-1 peer. */
-  const int first = reversed ? p2 ^ 1 : p2, second = reversed ? p2 : p2 ^ 1;
+  char* buf = malloc(bytes * nranks);
+  const size_t ops_per_side = (size_t)(nranks - 1) * chunks;
+  Op* recvs = malloc(sizeof(Op) * ops_per_side);
+  Op* sends = malloc(sizeof(Op) * ops_per_side);
+  Op** recv_of = malloc(sizeof(Op*) * nranks * chunks); /* (block, chunk) -> its receive */
+  int* blocks = malloc(sizeof(int) * nranks);
   for (int call = 0; call < calls; ++call) {
-    Op op[6];
-    memset(op, 0, sizeof(op));
-    memset(buf, 0, bytes * 4);
+    memset(buf, 0, bytes * nranks);
     memset(buf + rank * bytes, (char)(rank + call), bytes);
-    POST(fi_tsend(ep, buf + rank * bytes, bytes, NULL, addr[p1], tag_of(call, 1, rank, rank),
-                  &op[0].ctx),
-         call);
-    POST(fi_trecv(ep, buf + p1 * bytes, bytes, NULL, FI_ADDR_UNSPEC, tag_of(call, 1, p1, p1), 0,
-                  &op[1].ctx),
-         call);
-    POST(fi_tsend(ep, buf + rank * bytes, bytes, NULL, addr[p2], tag_of(call, 2, rank, rank),
-                  &op[2].ctx),
-         call);
-    POST(fi_trecv(ep, buf + first * bytes, bytes, NULL, FI_ADDR_UNSPEC, tag_of(call, 2, p2, first),
-                  0, &op[3].ctx),
-         call);
-    POST(fi_trecv(ep, buf + second * bytes, bytes, NULL, FI_ADDR_UNSPEC,
-                  tag_of(call, 2, p2, second), 0, &op[4].ctx),
-         call);
-    wait_for(&op[1], 1, call);
-    POST(fi_tsend(ep, buf + p1 * bytes, bytes, NULL, addr[p2], tag_of(call, 2, rank, p1),
-                  &op[5].ctx),
-         call);
-    wait_for(op, 6, call);
-    for (int b = 0; b < 4; ++b) {
+    memset(recvs, 0, sizeof(Op) * ops_per_side);
+    memset(sends, 0, sizeof(Op) * ops_per_side);
+    size_t nrecv = 0, nsend = 0;
+    for (int s = 1; s <= steps; ++s) {
+      const int peer = rank ^ (1 << (s - 1));
+      const int held = held_blocks(peer, s - 1, blocks);
+      for (int i = 0; i < held * chunks; ++i) {
+        const int k = reversed ? held * chunks - 1 - i : i;
+        Op* o = &recvs[nrecv++];
+        o->step = s;
+        o->block = blocks[k / chunks];
+        o->chunk = k % chunks;
+        recv_of[o->block * chunks + o->chunk] = o;
+        const size_t off = (size_t)o->chunk * chunk,
+                     len = off + chunk > bytes ? bytes - off : chunk;
+        ssize_t rc;
+        while ((rc = fi_trecv(ep, buf + o->block * bytes + off, len, NULL, FI_ADDR_UNSPEC,
+                              tag_of(call, s, peer, o->block, o->chunk), 0, &o->ctx)) == -FI_EAGAIN)
+          read_cq(call);
+        if (rc) fail("posting a receive", call);
+      }
+      const int mine = held_blocks(rank, s - 1, blocks);
+      for (int i = 0; i < mine * chunks; ++i) {
+        Op* o = &sends[nsend++];
+        o->step = s;
+        o->block = blocks[i / chunks];
+        o->chunk = i % chunks;
+      }
+    }
+    const double start = seconds();
+    for (size_t left = nrecv + nsend; left;) {
+      int moved = 0, blocked_step = 0;
+      for (size_t i = 0; i < nsend; ++i) {
+        Op* o = &sends[i];
+        if (o->posted || o->step == blocked_step) continue;
+        if (o->block != rank && !recv_of[o->block * chunks + o->chunk]->done) {
+          if (!as_ready) blocked_step = o->step; /* this peer's later sends wait behind it */
+          continue;
+        }
+        const size_t off = (size_t)o->chunk * chunk,
+                     len = off + chunk > bytes ? bytes - off : chunk;
+        const ssize_t rc =
+            fi_tsend(ep, buf + o->block * bytes + off, len, NULL, addr[rank ^ (1 << (o->step - 1))],
+                     tag_of(call, o->step, rank, o->block, o->chunk), &o->ctx);
+        if (rc == -FI_EAGAIN) break;
+        if (rc) fail("posting a send", call);
+        o->posted = moved = 1;
+      }
+      moved |= read_cq(call);
+      left = 0;
+      for (size_t i = 0; i < nrecv; ++i) left += !recvs[i].done;
+      for (size_t i = 0; i < nsend; ++i) left += !sends[i].done;
+      if (!moved) {
+        sched_yield(); /* ranks share cores */
+        if (seconds() - start > 10) fail("stalled", call);
+      }
+    }
+    for (int b = 0; b < nranks; ++b) {
       for (size_t i = 0; i < bytes; ++i) {
         if (buf[b * bytes + i] != (char)(b + call)) fail("wrong data", call);
       }
     }
   }
   if (rank == 0)
-    printf("%s, %s: %d calls of %zu B blocks delivered\n", argv[1], argv[2], calls, bytes);
+    printf("%s, %d ranks, %s: %d calls of %zu B blocks in %d chunks delivered\n", argv[1], nranks,
+           order, calls, bytes, chunks);
   MPI_Barrier(MPI_COMM_WORLD); /* a manual-progress provider needs the peers until all are done */
   fi_close(&ep->fid);
   fi_close(&av->fid);
@@ -165,6 +210,12 @@ int main(int argc, char** argv) {
   fi_freeinfo(info);
   fi_freeinfo(hints);
   free(buf);
+  free(recvs);
+  free(sends);
+  free(recv_of);
+  free(blocks);
+  free(names);
+  free(addr);
   MPI_Finalize();
   return 0;
 }

@@ -65,6 +65,7 @@ class MomentarilyFullTransport : public Transport {
   }
   void cancel(Completion*) override {}
   const std::vector<Posted>& accepted() const { return accepted_; }
+  void require_posting_order() { info_.needs_posting_order = true; }
 
  private:
   struct Pending {
@@ -157,6 +158,53 @@ TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
         << st.message();
     EXPECT_NE(st.message().find("at step 0"), std::string::npos) << st.message();
   }
+}
+
+// Where the transport needs_posting_order, an operation ready early waits for the one listed
+// before it with the same peer and direction (udp;ofi_rxd loses a peer's messages that come in
+// another order than their receives were posted); elsewhere it goes at once.
+std::vector<Posted> run_with_early_and_late_operations(bool posting_order) {
+  Schedule s;
+  auto add = [&](OpKind kind, int peer, uint32_t msg) {
+    Op op{kind};
+    op.peer = peer;
+    op.msg_id = msg;
+    op.bytes = 8;
+    op.src = {BufId::kSend, 0};
+    op.dst = {BufId::kRecv, msg * 8};
+    return s.add(op);
+  };
+  const uint32_t first = add(OpKind::kRecv, 2, 0);
+  s.depend(first, add(OpKind::kSend, 1, 1));  // late: after the receive from peer 2
+  add(OpKind::kSend, 1, 2);                   // free at once
+  s.depend(first, add(OpKind::kRecv, 1, 3));
+  add(OpKind::kRecv, 1, 4);
+  MomentarilyFullTransport transport({false, 9, 99});  // turns nothing away
+  if (posting_order) transport.require_posting_order();
+  HostLocalOps local;
+  const std::vector<PeerAddr> peers = {0, 1, 2};
+  ExecContext ctx;
+  ctx.transport = &transport;
+  ctx.local = &local;
+  ctx.peers = &peers;
+  ctx.what = "test schedule";
+  ctx.timeout = std::chrono::milliseconds(5000);
+  std::vector<uint8_t> send(64), received(64);
+  ExecBuffers bufs;
+  bufs.send = send.data();
+  bufs.recv = received.data();
+  const Status st = execute_schedule(s, ctx, bufs);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return transport.accepted();
+}
+
+TEST(PostingOrder, WhereTheTransportNeedsItEachPeersOperationsArePostedInScheduleOrder) {
+  const std::vector<Posted> in_order = {
+      {true, 2, 0}, {false, 1, 1}, {false, 1, 2}, {true, 1, 3}, {true, 1, 4}};
+  EXPECT_EQ(run_with_early_and_late_operations(true), in_order);
+  const std::vector<Posted> as_ready = {
+      {true, 2, 0}, {false, 1, 2}, {true, 1, 4}, {false, 1, 1}, {true, 1, 3}};
+  EXPECT_EQ(run_with_early_and_late_operations(false), as_ready);
 }
 
 }  // namespace
