@@ -92,23 +92,29 @@ class MomentarilyFullTransport : public Transport {
   std::deque<Pending> pending_;
 };
 
+// Eight bytes with `peer`, received at msg * 8.
+Op message(OpKind kind, int peer, uint32_t msg) {
+  Op op{kind};
+  op.peer = peer;
+  op.msg_id = msg;
+  op.bytes = 8;
+  op.src = {BufId::kSend, 0};
+  op.dst = {BufId::kRecv, msg * 8};
+  return op;
+}
+
 // Four messages with peer 1, then two with peer 2, all of one kind and free to start at once.
 Schedule messages_with_two_peers(OpKind kind) {
   Schedule s;
   for (const auto& [peer, msg] :
        std::vector<std::pair<int, uint32_t>>{{1, 0}, {1, 1}, {1, 2}, {1, 3}, {2, 0}, {2, 1}}) {
-    Op op{kind};
-    op.peer = peer;
-    op.msg_id = msg;
-    op.bytes = 8;
-    op.src = {BufId::kSend, 0};
-    op.dst = {BufId::kRecv, msg * 8};
-    s.add(op);
+    s.add(message(kind, peer, msg));
   }
   return s;
 }
 
-Status run_schedule(Transport* transport, OpKind kind, std::chrono::milliseconds timeout) {
+Status run_schedule(Transport* transport, const Schedule& schedule,
+                    std::chrono::milliseconds timeout) {
   HostLocalOps local;
   const std::vector<PeerAddr> peers = {0, 1, 2};
   ExecContext ctx;
@@ -121,12 +127,13 @@ Status run_schedule(Transport* transport, OpKind kind, std::chrono::milliseconds
   ExecBuffers bufs;
   bufs.send = send.data();
   bufs.recv = received.data();
-  return execute_schedule(messages_with_two_peers(kind), ctx, bufs);
+  return execute_schedule(schedule, ctx, bufs);
 }
 
 std::vector<Posted> run_with_one_turned_away(OpKind kind) {
   MomentarilyFullTransport transport({kind == OpKind::kRecv, 1, 0});
-  const Status st = run_schedule(&transport, kind, std::chrono::milliseconds(5000));
+  const Status st =
+      run_schedule(&transport, messages_with_two_peers(kind), std::chrono::milliseconds(5000));
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return transport.accepted();
 }
@@ -150,7 +157,8 @@ TEST(PostingOrder, AReceiveTurnedAwayKeepsLaterReceivesFromThatPeerBehindIt) {
 TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
   for (const OpKind kind : {OpKind::kRecv, OpKind::kSend}) {
     MomentarilyFullTransport transport({kind == OpKind::kRecv, 1, 0}, /*forever=*/true);
-    const Status st = run_schedule(&transport, kind, std::chrono::milliseconds(300));
+    const Status st =
+        run_schedule(&transport, messages_with_two_peers(kind), std::chrono::milliseconds(300));
     EXPECT_EQ(st.code(), Code::kTimeout) << st.to_string();
     EXPECT_NE(st.message().find("ranks that did not answer: 1 (the provider would not take our "
                                 "operations for them)"),
@@ -165,15 +173,7 @@ TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
 // another order than their receives were posted); elsewhere it goes at once.
 std::vector<Posted> run_with_early_and_late_operations(bool posting_order) {
   Schedule s;
-  auto add = [&](OpKind kind, int peer, uint32_t msg) {
-    Op op{kind};
-    op.peer = peer;
-    op.msg_id = msg;
-    op.bytes = 8;
-    op.src = {BufId::kSend, 0};
-    op.dst = {BufId::kRecv, msg * 8};
-    return s.add(op);
-  };
+  auto add = [&](OpKind kind, int peer, uint32_t msg) { return s.add(message(kind, peer, msg)); };
   const uint32_t first = add(OpKind::kRecv, 2, 0);
   s.depend(first, add(OpKind::kSend, 1, 1));  // late: after the receive from peer 2
   add(OpKind::kSend, 1, 2);                   // free at once
@@ -181,19 +181,7 @@ std::vector<Posted> run_with_early_and_late_operations(bool posting_order) {
   add(OpKind::kRecv, 1, 4);
   MomentarilyFullTransport transport({false, 9, 99});  // turns nothing away
   if (posting_order) transport.require_posting_order();
-  HostLocalOps local;
-  const std::vector<PeerAddr> peers = {0, 1, 2};
-  ExecContext ctx;
-  ctx.transport = &transport;
-  ctx.local = &local;
-  ctx.peers = &peers;
-  ctx.what = "test schedule";
-  ctx.timeout = std::chrono::milliseconds(5000);
-  std::vector<uint8_t> send(64), received(64);
-  ExecBuffers bufs;
-  bufs.send = send.data();
-  bufs.recv = received.data();
-  const Status st = execute_schedule(s, ctx, bufs);
+  const Status st = run_schedule(&transport, s, std::chrono::milliseconds(5000));
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return transport.accepted();
 }
