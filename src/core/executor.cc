@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -88,16 +87,25 @@ void Executor::order_lanes() {
   lane_next_.assign(n, kNoOp);
   lane_posted_.assign(n, false);
   held_.assign(n, false);
-  std::map<uint64_t, uint32_t> last;  // lane -> its latest op so far
+  uint64_t lanes = 0;
+  for (const Op& op : s_.ops) {
+    if (lane_of(op) != kNoLane) lanes = std::max(lanes, lane_of(op) + 1);
+  }
+  std::vector<uint32_t> last(lanes, kNoOp);  // by lane: its latest op so far
   for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t next : s_.successors[i]) {
+      if (next <= i && error_.is_ok())
+        error_ = Status(Code::kInternal, ctx_.what + ": schedule op " + std::to_string(next) +
+                                             " depends on op " + std::to_string(i) +
+                                             ", listed after it");
+    }
     const uint64_t lane = lane_of(s_.ops[i]);
     if (lane == kNoLane) continue;
-    auto [it, first] = last.emplace(lane, i);
-    if (!first) {
-      lane_prev_[i] = it->second;
-      lane_next_[it->second] = i;
-      it->second = i;
+    if (last[lane] != kNoOp) {
+      lane_prev_[i] = last[lane];
+      lane_next_[last[lane]] = i;
     }
+    last[lane] = i;
   }
 }
 

@@ -1,5 +1,6 @@
-// Runs one rank's Schedule over a Transport: posts every operation whose dependencies are met,
-// progresses completions, and yields the CPU when nothing moves.
+// Runs one rank's Schedule over a Transport: posts every operation whose dependencies are met
+// (where the transport needs_posting_order, once the ones listed before it with the same peer and
+// direction are posted too), progresses completions, and yields the CPU when nothing moves.
 #pragma once
 #include <chrono>
 #include <functional>

@@ -39,7 +39,9 @@ struct Schedule {
   const char* algorithm = "ring";  // for TRACE lines
 
   uint32_t add(const Op& op);
-  // `after` may start only once `before` has completed.
+  // `after` may start only once `before` has completed. `before` must be listed first (a lower
+  // index): where the transport needs_posting_order, the executor posts each peer's operations in
+  // list order, and an operation held behind one that depends on it would wait for good.
   void depend(uint32_t before, uint32_t after);
   std::string describe() const;  // one line per op, for TRACE and test failures
 };

@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
     memset(recvs, 0, sizeof(Op) * ops_per_side);
     memset(sends, 0, sizeof(Op) * ops_per_side);
     size_t nrecv = 0, nsend = 0;
+    const double start = seconds();
     for (int s = 1; s <= steps; ++s) {
       const int peer = rank ^ (1 << (s - 1));
       const int held = held_blocks(peer, s - 1, blocks);
@@ -152,8 +153,11 @@ int main(int argc, char** argv) {
                      len = off + chunk > bytes ? bytes - off : chunk;
         ssize_t rc;
         while ((rc = fi_trecv(ep, buf + o->block * bytes + off, len, NULL, FI_ADDR_UNSPEC,
-                              tag_of(call, s, peer, o->block, o->chunk), 0, &o->ctx)) == -FI_EAGAIN)
-          read_cq(call);
+                              tag_of(call, s, peer, o->block, o->chunk), 0, &o->ctx)) ==
+               -FI_EAGAIN) {
+          /* Every receive is posted before the first send: a queue too small for them stalls. */
+          if (!read_cq(call) && seconds() - start > 10) fail("stalled posting receives", call);
+        }
         if (rc) fail("posting a receive", call);
       }
       const int mine = held_blocks(rank, s - 1, blocks);
@@ -164,7 +168,6 @@ int main(int argc, char** argv) {
         o->chunk = i % chunks;
       }
     }
-    const double start = seconds();
     for (size_t left = nrecv + nsend; left;) {
       int moved = 0, blocked_step = 0;
       for (size_t i = 0; i < nsend; ++i) {

@@ -171,7 +171,9 @@ TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
 // Where the transport needs_posting_order, an operation ready early waits for the one listed
 // before it with the same peer and direction (udp;ofi_rxd loses a peer's messages that come in
 // another order than their receives were posted); elsewhere it goes at once.
-std::vector<Posted> run_with_early_and_late_operations(bool posting_order) {
+// turn_away: one operation a full queue turns away once (by default none).
+std::vector<Posted> run_with_early_and_late_operations(bool posting_order,
+                                                       Posted turn_away = {false, 9, 99}) {
   Schedule s;
   auto add = [&](OpKind kind, int peer, uint32_t msg) { return s.add(message(kind, peer, msg)); };
   const uint32_t first = add(OpKind::kRecv, 2, 0);
@@ -179,7 +181,7 @@ std::vector<Posted> run_with_early_and_late_operations(bool posting_order) {
   add(OpKind::kSend, 1, 2);                   // free at once
   s.depend(first, add(OpKind::kRecv, 1, 3));
   add(OpKind::kRecv, 1, 4);
-  MomentarilyFullTransport transport({false, 9, 99});  // turns nothing away
+  MomentarilyFullTransport transport(turn_away);
   if (posting_order) transport.require_posting_order();
   const Status st = run_schedule(&transport, s, std::chrono::milliseconds(5000));
   EXPECT_TRUE(st.is_ok()) << st.to_string();
@@ -193,6 +195,26 @@ TEST(PostingOrder, WhereTheTransportNeedsItEachPeersOperationsArePostedInSchedul
   const std::vector<Posted> as_ready = {
       {true, 2, 0}, {false, 1, 2}, {true, 1, 4}, {false, 1, 1}, {true, 1, 3}};
   EXPECT_EQ(run_with_early_and_late_operations(false), as_ready);
+  // The late send turned away once: the send held behind it waits for its retry.
+  const std::vector<Posted> after_retry = {
+      {true, 2, 0}, {true, 1, 3}, {true, 1, 4}, {false, 1, 1}, {false, 1, 2}};
+  EXPECT_EQ(run_with_early_and_late_operations(true, {false, 1, 1}), after_retry);
+}
+
+// Holding an operation behind the ones listed before it needs every dependency to point to a
+// later operation; a schedule that breaks that is refused at once instead of stalling.
+TEST(PostingOrder, WhereTheTransportNeedsItADependencyOnALaterOperationIsRefused) {
+  Schedule s;
+  const uint32_t early = s.add(message(OpKind::kSend, 1, 0));
+  s.depend(s.add(message(OpKind::kSend, 1, 1)), early);
+  MomentarilyFullTransport transport({false, 9, 99});
+  transport.require_posting_order();
+  const Status st = run_schedule(&transport, s, std::chrono::milliseconds(5000));
+  EXPECT_EQ(st.code(), Code::kInternal) << st.to_string();
+  EXPECT_NE(st.message().find("op 0 depends on op 1, listed after it"), std::string::npos)
+      << st.message();
+  for (const Posted& p : transport.accepted())  // only the notices telling the peer to stop
+    EXPECT_GT(p.msg, 1u) << p;
 }
 
 }  // namespace
