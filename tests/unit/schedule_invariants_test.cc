@@ -315,12 +315,12 @@ std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks,
   return when;
 }
 
-// Each rank posts its receives from a peer in the order that peer starts the sends: a provider
-// then matches each message with the first receive it tries, and udp;ofi_rxd 1.17, which loses
-// one of two multi-packet messages from a peer that arrive in the other order than their
-// receives were posted, stays out of it.
-// Also with each peer's operations started in schedule order and sends done only once received,
-// as where the transport needs_posting_order: then every schedule still runs to its end.
+// Each rank posts its receives from a peer in the order that peer starts the sends, where every
+// message takes as long: a provider then matches each message with the first receive it tries
+// (udp;ofi_rxd 1.17 loses multi-packet messages from a peer that arrive in another order than
+// their receives were posted). Also with each peer's operations started in schedule order and
+// sends done only once received, as where the transport needs_posting_order: then every schedule
+// still runs to its end.
 TEST(ScheduleInvariants, EachPeersReceivesArePostedInTheOrderItSends) {
   for (const Case& c : cases()) {
     for (auto [chunk, in_lanes] : {std::pair{size_t(4), false},
