@@ -45,35 +45,39 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   // (fold.h says why that order matters): first the children's chunks coming up, then the
   // reductions and sends up, then the results coming down and going on down.
   auto up_id = [&](int t, size_t c) { return static_cast<uint32_t>((t * max_chunks + c) * 3); };
-  std::vector<uint32_t> up_recv[2];
-  size_t half_start = 0;
+  struct Piece {
+    size_t at, bytes;  // in the vector
+  };
+  std::vector<Piece> pieces[2];  // per tree: its half's chunks
+  TreeNode nodes[2];
   for (int t = 0; t < 2; ++t) {
-    const TreeNode node = tree_node(n, t, r);
-    const size_t half_bytes = halves[t] * esize;
-    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
-      const size_t at = half_start + off, bytes = std::min(chunk, half_bytes - off);
-      for (size_t k = 0; k < node.children.size(); ++k) {
+    nodes[t] = tree_node(n, t, r);
+    const size_t start = t == 0 ? 0 : halves[0] * esize, half_bytes = halves[t] * esize;
+    for (size_t off = 0; off < half_bytes; off += chunk)
+      pieces[t].push_back({start + off, std::min(chunk, half_bytes - off)});
+  }
+  std::vector<uint32_t> up_recv[2];
+  for (int t = 0; t < 2; ++t) {
+    for (size_t c = 0; c < pieces[t].size(); ++c) {
+      for (size_t k = 0; k < nodes[t].children.size(); ++k) {
         Op recv(OpKind::kRecv);
-        recv.peer = node.children[k];
+        recv.peer = nodes[t].children[k];
         recv.msg_id = up_id(t, c);
         recv.step = 0;
-        recv.bytes = bytes;
-        recv.dst = {BufId::kScratch, k * total + at};
+        recv.bytes = pieces[t][c].bytes;
+        recv.dst = {BufId::kScratch, k * total + pieces[t][c].at};
         up_recv[t].push_back(s.add(recv));
       }
     }
-    half_start += half_bytes;
   }
   // Per tree and chunk: the op after which this rank's chunk has left for the parent (or, at the
   // root, after which recv holds the result).
   std::vector<uint32_t> went_up[2];
-  size_t half_at = 0;
   for (int t = 0; t < 2; ++t) {
+    const TreeNode& node = nodes[t];
     size_t next_up = 0;
-    const TreeNode node = tree_node(n, t, r);
-    const size_t half_bytes = halves[t] * esize;
-    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
-      const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
+    for (size_t c = 0; c < pieces[t].size(); ++c) {
+      const auto [at, bytes] = pieces[t][c];
       // The accumulator is recv; the first reduction reads the input directly.
       uint32_t acc = UINT32_MAX;
       for (size_t k = 0; k < node.children.size(); ++k) {
@@ -104,20 +108,17 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
       went_up[t].push_back(sid);
     }
     if (next_up != up_recv[t].size()) return Status(Code::kInternal, "tree: receives miscounted");
-    half_at += half_bytes;
   }
-  half_at = 0;
   for (int t = 0; t < 2; ++t) {
-    const TreeNode node = tree_node(n, t, r);
+    const TreeNode& node = nodes[t];
     // Which of the parent's children this rank is names the messages coming down to it.
     int place = 0;
     if (node.parent >= 0) {
       const std::vector<int> siblings = tree_node(n, t, node.parent).children;
       place = static_cast<int>(std::find(siblings.begin(), siblings.end(), r) - siblings.begin());
     }
-    const size_t half_bytes = halves[t] * esize;
-    for (size_t c = 0, off = 0; off < half_bytes; ++c, off += chunk) {
-      const size_t at = half_at + off, bytes = std::min(chunk, half_bytes - off);
+    for (size_t c = 0; c < pieces[t].size(); ++c) {
+      const auto [at, bytes] = pieces[t][c];
       auto down_to = [&](int k) { return up_id(t, c) + 1 + static_cast<uint32_t>(k); };
       uint32_t result = went_up[t][c];  // the op after which recv holds the final chunk
       if (node.parent >= 0) {
@@ -141,7 +142,6 @@ Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
         s.depend(result, s.add(send));
       }
     }
-    half_at += half_bytes;
   }
   return Status::ok();
 }
