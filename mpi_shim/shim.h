@@ -27,6 +27,7 @@ struct State {
   std::unique_ptr<Params> params;
   std::unique_ptr<Engine> engine;  // null: everything goes to PMPI
   int world_rank = -1;
+  int local_rank = 0;  // among the ranks of this node (MPI_COMM_TYPE_SHARED)
   int thread_level = MPI_THREAD_SINGLE;
   int keyval = MPI_KEYVAL_INVALID;
   std::mutex engine_mutex;  // taken only under MPI_THREAD_MULTIPLE, by engine_lock()
@@ -71,6 +72,9 @@ bool plain_type_size(MPI_Datatype type, size_t* out);
 // Collective over MPI_COMM_WORLD. requested: EFACOLL_NIC; offered: the provider's domains.
 NicChoice choose_rank_nic(const std::string& requested, const std::vector<std::string>& offered,
                           const Topology& topo);
+// The PCI address of the GPU this thread's current CUDA context names ("" when none), looked
+// up at the first call and remembered; MPI_Init makes that call before PMPI_Init.
+const std::string& rank_gpu_from_context();
 
 // --- communicators (shim_comm_cache.cc) ---
 void comm_cache_init();

@@ -5,11 +5,14 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "gpu/dmabuf.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/memory_kind.h"
 #include "mpi_shim/shim.h"
 #include "policy/efa_presence.h"
 #include "policy/fork_safety.h"
 #include "policy/gdr_policy.h"
+#include "policy/gdr_trial.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
 #include "topo/topology.h"
@@ -44,6 +47,9 @@ void configure_before_mpi(const EnvMap& env) {
                                  p.text(Param::kDebugFile)));
   for (const auto& problem : p.problems()) EFACOLL_WARN(kEnv, "%s", problem.c_str());
   if (!p.flag(Param::kEnable)) return;
+  // The application's own CUDA context, read before anything loads libfabric: efa's GPUDirect
+  // probe (the host MPI's in PMPI_Init, ours in open_transport) makes device 0 current.
+  rank_gpu_from_context();
 
   // Before PMPI_Init: the MPI's own libfabric reads these once, and so does ours later. Still
   // a single thread here, so setenv races with no getenv.
@@ -59,13 +65,100 @@ void configure_before_mpi(const EnvMap& env) {
   for (const auto& m : plan.messages) EFACOLL_INFO(kEnv, "host MPI: %s", m.c_str());
 }
 
+// What open_transport found, for the INFO lines.
+struct FabricFound {
+  std::string nic_why;
+  std::string hmem_why;  // why GPU data is staged though the provider offered FI_HMEM
+  std::string gpu_registration;  // how the trial registered GPU memory ("dma-buf", "address")
+};
+
+Status fabric_options(const Params& p, GpuRuntime* gpu, FabricOptions* options) {
+  const std::string protocol = p.text(Param::kProtocol);
+  if (protocol == "send")
+    options->protocol = Protocol::kSendRecv;
+  else if (protocol == "rdma")
+    options->protocol = Protocol::kRdma;
+  else if (protocol != "auto")
+    return Status(Code::kInvalid, "EFACOLL_PROTOCOL must be auto, send or rdma");
+  options->rdma_threshold =
+      static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
+  std::string why_not;
+  if (gpu && dmabuf_usable(std::max(0, current_cuda_device()), &why_not)) {
+    options->export_dmabuf = export_dmabuf;
+  } else if (gpu) {
+    EFACOLL_INFO(kNet, "GPU memory registers by address: %s", why_not.c_str());
+  }
+  return Status::ok();
+}
+
+// One endpoint on each of `domains` (the provider's first where empty), messages striped over
+// several by tag; FI_HMEM asked where `hmem`.
+Status open_rails(const std::string& provider, const std::vector<std::string>& domains, bool hmem,
+                  const FabricOptions& options, std::unique_ptr<Transport>* out) {
+  std::vector<std::unique_ptr<Transport>> rails;
+  for (size_t d = 0; d < std::max<size_t>(1, domains.size()); ++d) {
+    FiInfoPtr info;
+    EFACOLL_RETURN_IF_ERROR(
+        find_provider(provider, &info, hmem, domains.empty() ? "" : domains[d]));
+    rails.emplace_back();
+    EFACOLL_RETURN_IF_ERROR(open_fabric_transport(info.get(), options, &rails.back()));
+  }
+  if (rails.size() == 1)
+    *out = std::move(rails[0]);
+  else
+    *out = std::make_unique<MultiRailTransport>(std::move(rails));
+  return Status::ok();
+}
+
+// FI_HMEM is asked of every provider where GPU buffers may come (EFACOLL_HMEM), and used only
+// where a GPU registration through it succeeds; else the transport opens again without it, so
+// that host traffic runs on the provider's ordinary endpoint.
+Status choose_hmem(const Params& p, GpuRuntime* gpu, const std::string& provider,
+                   const std::vector<std::string>& domains, const FabricOptions& options,
+                   std::unique_ptr<Transport>* out, FabricFound* found) {
+  const std::string mode = p.text(Param::kHmem);
+  if (mode != "auto" && mode != "on" && mode != "off")
+    return Status(Code::kInvalid, "EFACOLL_HMEM=" + mode + ": expected auto, on or off");
+  if (mode == "on" && !gpu)
+    return Status(Code::kUnsupported, "EFACOLL_HMEM=on, but this process has no usable GPU");
+  if (!gpu || mode == "off") return open_rails(provider, domains, false, options, out);
+  EFACOLL_RETURN_IF_ERROR(open_rails(provider, domains, true, options, out));
+  const TransportInfo& ti = (*out)->info();
+  std::string why_not;
+  if (!ti.hmem) {
+    why_not = ti.hmem_note.empty()
+                  ? "offers no FI_HMEM with libfabric " + ti.version +
+                        " (tcp and udp have none; shm and efa need a libfabric built with CUDA)"
+                  : ti.hmem_note;
+  } else {
+    // The application's device where it chose one before MPI_Init (shim_nic.cc), else the one
+    // its local rank will take: no context is made on device 0 for every rank.
+    const int app_device = rank_gpu_from_context().empty() ? -1 : current_cuda_device();
+    const int device = trial_device(app_device, state().local_rank, cuda_device_count());
+    GpuRegistrationTrial trial = try_gpu_registration(out->get(), gpu, device);
+    if (trial.ok) {
+      found->gpu_registration = trial.how;
+      return Status::ok();
+    }
+    why_not = "offers FI_HMEM, but registering GPU memory (device " + std::to_string(device) +
+              ") through it failed: " + trial.error;
+  }
+  if (mode == "on")
+    return Status(Code::kUnsupported, "EFACOLL_HMEM=on, but provider " + provider + " " + why_not);
+  found->hmem_why = why_not;
+  // An endpoint opened from an info without FI_HMEM is the ordinary one already.
+  if (!ti.hmem && ti.hmem_note.empty()) return Status::ok();
+  out->reset();
+  return open_rails(provider, domains, false, options, out);
+}
+
 // The provider the policy allows, opened; or the one clear error.
-Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
-                      std::unique_ptr<Transport>* out, std::string* nic_why) {
+Status open_transport(const Params& p, GpuRuntime* gpu, const Topology& topo,
+                      std::unique_ptr<Transport>* out, FabricFound* found) {
   const std::string requested = p.text(Param::kProvider);
   const std::vector<std::string> domains = offered_domains(requested);
   const NicChoice nic = choose_rank_nic(p.text(Param::kNic), domains, topo);
-  *nic_why = nic.why;
+  found->nic_why = nic.why;
   for (const std::string& d : nic.domains) {
     if (std::find(domains.begin(), domains.end(), d) != domains.end()) continue;
     std::string list;
@@ -75,39 +168,18 @@ Status open_transport(const Params& p, bool have_gpu, const Topology& topo,
                       " has no such domain (it offers: " + (list.empty() ? "none" : list) + ")");
   }
   FiInfoPtr info;
-  // FI_HMEM is asked of EFA only: elsewhere (1.17's shm) it may be emulated through CUDA copies
-  // by a libfabric that was built without CUDA.
   const std::string first_domain = nic.domains.empty() ? "" : nic.domains[0];
-  Status found = find_provider(requested, &info, have_gpu && requested == "efa", first_domain);
+  Status offered = find_provider(requested, &info, false, first_domain);
   const char* fi_provider = std::getenv("FI_PROVIDER");
-  ProviderDecision decision = decide_provider(requested, found.is_ok(), offered_providers(),
+  ProviderDecision decision = decide_provider(requested, offered.is_ok(), offered_providers(),
                                               fi_provider ? fi_provider : "");
   if (!decision.ok) return Status(Code::kUnsupported, decision.error);
   if (!decision.warning.empty() && state().world_rank == 0) {
     EFACOLL_WARN(kInit, "%s", decision.warning.c_str());
   }
   FabricOptions options;
-  const std::string protocol = p.text(Param::kProtocol);
-  if (protocol == "send")
-    options.protocol = Protocol::kSendRecv;
-  else if (protocol == "rdma")
-    options.protocol = Protocol::kRdma;
-  else if (protocol != "auto")
-    return Status(Code::kInvalid, "EFACOLL_PROTOCOL must be auto, send or rdma");
-  options.rdma_threshold =
-      static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
-  if (nic.domains.size() <= 1) return open_fabric_transport(info.get(), options, out);
-  // Several NICs: one endpoint on each, messages striped over them by tag.
-  std::vector<std::unique_ptr<Transport>> rails;
-  for (const std::string& d : nic.domains) {
-    FiInfoPtr rail_info;
-    EFACOLL_RETURN_IF_ERROR(
-        find_provider(requested, &rail_info, have_gpu && requested == "efa", d));
-    rails.emplace_back();
-    EFACOLL_RETURN_IF_ERROR(open_fabric_transport(rail_info.get(), options, &rails.back()));
-  }
-  *out = std::make_unique<MultiRailTransport>(std::move(rails));
-  return Status::ok();
+  EFACOLL_RETURN_IF_ERROR(fabric_options(p, gpu, &options));
+  return choose_hmem(p, gpu, requested, nic.domains, options, out, found);
 }
 
 // EFACOLL_TUNE: the cost model's source. product: the EC2 instance type, when known.
@@ -159,6 +231,15 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   config.mr_cache_entries =
       static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kMrCacheEntries)));
   config.stage_slots = static_cast<int>(std::max<int64_t>(1, p.integer(Param::kStageSlots)));
+  const std::string flush = p.text(Param::kGdrFlush);
+  if (flush == "auto")
+    config.gdr_flush = EngineConfig::GdrFlush::kAuto;
+  else if (flush == "1")
+    config.gdr_flush = EngineConfig::GdrFlush::kOn;
+  else if (flush == "0")
+    config.gdr_flush = EngineConfig::GdrFlush::kOff;
+  else
+    return Status(Code::kInvalid, "EFACOLL_GDR_FLUSH=" + flush + ": expected auto, 1 or 0");
   config.gpu_host_path_max = static_cast<size_t>(p.integer(Param::kGpuHostPathMax));
   config.ipc_chunk_bytes = static_cast<size_t>(p.integer(Param::kIpcChunkSize));
   config.ipc_direct = p.flag(Param::kIpcDirect);
@@ -175,20 +256,30 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   return Status::ok();
 }
 
-void log_what_is_used(const Params& p, const std::string& gpu_note) {
+// The GPU path on the fabric, in words: GPUDirect RDMA only where EFA said so.
+std::string fabric_gpu_path(const TransportInfo& ti, const FabricFound& found) {
+  if (!ti.hmem) return "staged through pinned host memory";
+  const std::string registered = " (GPU memory registered by " + found.gpu_registration + ")";
+  if (ti.gpudirect || ti.provider == "efa") return "direct, GPUDirect RDMA" + registered;
+  return "direct, device pointers to the provider" + registered;
+}
+
+void log_what_is_used(const Params& p, const std::string& gpu_note, const FabricFound& found) {
   const TransportInfo& ti = state().engine->transport_info();
   const std::string& version = mpi_library_version();
   const std::string mpi = version.substr(0, version.find_first_of(",\n"));
   const bool gpu = state().engine->gpu() != nullptr;
-  const std::string hmem =
-      std::string(ti.hmem ? "yes" : "no") + (ti.hmem_note.empty() ? "" : " (" + ti.hmem_note + ")");
+  std::string hmem = ti.hmem ? "yes" : "no";
+  if (!found.hmem_why.empty())
+    hmem += " (" + found.hmem_why + ")";
+  else if (!ti.hmem_note.empty())
+    hmem += " (" + ti.hmem_note + ")";
   EFACOLL_INFO(kInit,
                "efacoll %s: provider %s, fabric %s, domain %s, libfabric %s, FI_HMEM %s, "
                "protocol %s, GPU path %s, MR local %s, inject %zu B, host buffers %s, MPI %s%s",
                "0.1.0", ti.provider.c_str(), ti.fabric.c_str(), ti.domain.c_str(),
                ti.version.c_str(), hmem.c_str(), ti.rdma ? "RDMA write + send" : "send",
-               !gpu ? gpu_note.c_str()
-                    : (ti.hmem ? "direct (GPUDirect RDMA)" : "staged through pinned host memory"),
+               !gpu ? gpu_note.c_str() : fabric_gpu_path(ti, found).c_str(),
                ti.needs_local_mr ? "yes" : (config_force_mr_local() ? "forced" : "no"),
                ti.inject_size, p.flag(Param::kHostBuffers) ? "yes" : "no (MPI)", mpi.c_str(),
                mpi_is_cuda_aware() ? " (CUDA-aware)" : "");
@@ -218,14 +309,15 @@ int open_engine() {
 
   const Topology topo = detect_topology("/sys");
   std::unique_ptr<Transport> transport;
-  std::string nic_why;
+  FabricFound found;
   EngineConfig config;
   Status st = engine_config(p, topo, &config);
-  if (st.is_ok()) st = open_transport(p, gpu != nullptr, topo, &transport, &nic_why);
+  if (st.is_ok()) st = open_transport(p, gpu.get(), topo, &transport, &found);
   if (st.is_ok()) {
     const TransportInfo& ti = transport->info();
-    GdrDecision gdr = decide_gdr(ti.provider, ti.hmem, gpu != nullptr, topo.product,
-                                 p.flag(Param::kRequireGdr), ti.hmem_note);
+    GdrDecision gdr =
+        decide_gdr(ti.provider, ti.hmem, gpu != nullptr, topo.product, p.flag(Param::kRequireGdr),
+                   found.hmem_why.empty() ? ti.hmem_note : found.hmem_why);
     if (!gdr.ok) st = Status(Code::kUnsupported, gdr.error);
     if (!gdr.warning.empty() && s.world_rank == 0) EFACOLL_WARN(kInit, "%s", gdr.warning.c_str());
   }
@@ -252,9 +344,9 @@ int open_engine() {
         "declared node " + std::to_string(s.world_rank / p.integer(Param::kNodeSize));
   }
   s.engine = std::make_unique<Engine>(std::move(transport), config, std::move(gpu));
-  log_what_is_used(p, gpu_note);
+  log_what_is_used(p, gpu_note, found);
   EFACOLL_INFO(kNet, "NIC: domain %s (%s)", s.engine->transport_info().domain.c_str(),
-               nic_why.c_str());
+               found.nic_why.c_str());
   report_topology(p, topo);
   return MPI_SUCCESS;
 }
@@ -264,6 +356,10 @@ int after_mpi_init(int rc, int provided) {
   if (rc != MPI_SUCCESS || !s.params->flag(Param::kEnable)) return rc;
   PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
   log_set_rank(s.world_rank);
+  MPI_Comm node;
+  PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  PMPI_Comm_rank(node, &s.local_rank);
+  PMPI_Comm_free(&node);
   s.thread_level = provided;
   comm_cache_init();
   errors_init();

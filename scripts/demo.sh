@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-build=$(pwd)/${BUILD_DIR:-build}
+source scripts/build_dir.sh
+build=$(pwd)/$build_dir
 
 if [ -z "${EFACOLL_PROVIDER:-}" ]; then
   if fi_info -p efa >/dev/null 2>&1; then

@@ -49,6 +49,15 @@
 #              without it)
 #   fork-tcp   efacoll_fork_test --memory gpu: children forked after MPI_Init (exiting, exec,
 #              computing, writing registered memory) between random calls on GPU memory
+#   hmem-*     FI_HMEM: the provider takes device pointers itself (EFACOLL_HMEM=on, CUDA IPC
+#              off; without the mismatched-calls section, which stops shm's two-sided
+#              FI_HMEM endpoint): hmem-shm (--large), hmem-chunk-shm,
+#              hmem-algos-shm (tree, recursive), hmem-channels-shm, hmem-np4-shm, hmem-hier-shm
+#              (2 nodes of 2), hmem-managed-shm and hmem-vmm-shm (--device-memory: managed memory,
+#              staged; cuMemCreate memory), hmem-soak-shm, hmem-threads-shm. Each also fails unless
+#              the INFO line says "FI_HMEM yes": it needs a libfabric built with CUDA (shm is the
+#              only test provider with FI_HMEM; tcp and udp have none). LIBFABRIC_LIB: where that
+#              libfabric lies here, when not where the build's RUNPATH says.
 #   cupy       tests/gpu/cupy_allreduce.py (mpi4py + CuPy), NP ranks
 #   fortran    efacoll_mpi_fortran_test, NP ranks, tcp, EFACOLL_HOST_BUFFERS=1: Fortran callers
 #              (use mpi, use mpi_f08), GPU buffers among them
@@ -128,11 +137,18 @@ need_files() {  # need_files FILE...: "" or what is missing
 }
 
 # Checks common to every step's output; prints the reason for failing, or nothing.
-output_problem() {  # output_problem LOGFILE KIND   KIND: plain | gtest | mpi | result
-  local log="$1" kind="$2" line failed
+output_problem() {  # output_problem LOGFILE KIND   KIND: plain | gtest | mpi | result, or
+  local log="$1" kind="$2" line failed  # mpi-hmem | result-hmem: and the INFO line says FI_HMEM yes
   if grep -q "SKIP: no GPU" "$log"; then
     echo "printed \"$(grep -m1 "SKIP: no GPU" "$log")\" on a GPU machine"
     return
+  fi
+  if [[ "$kind" == *-hmem ]]; then
+    kind="${kind%-hmem}"
+    if ! grep -q "FI_HMEM yes" "$log"; then
+      echo "the INFO line does not say FI_HMEM yes: $(grep -m1 -o 'FI_HMEM [^,]*' "$log")"
+      return
+    fi
   fi
   case "$kind" in
     result)
@@ -192,6 +208,11 @@ run_step() {
   record "$name" "$status" $((SECONDS - t0)) "$problem"
 }
 
+# A build against a libfabric of its own (scripts/libfabric.sh, EFACOLL_LIBFABRIC=2.6) finds it
+# by its RUNPATH; LIBFABRIC_LIB names where it lies on this machine when that differs.
+LD_PATH_ARGS=()
+[[ -n "${LIBFABRIC_LIB:-}" ]] && LD_PATH_ARGS=(-x "LD_LIBRARY_PATH=$LIBFABRIC_LIB:${LD_LIBRARY_PATH:-}")
+
 # mpirun_cmd NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS...: sets MPIRUN_CMD.
 mpirun_cmd() {
   local np="$1" provider="$2"
@@ -200,7 +221,7 @@ mpirun_cmd() {
   MPIRUN_CMD=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np"
     -x "LD_PRELOAD=$LIB" -x "EFACOLL_PROVIDER=$provider" -x EFACOLL_DEBUG=INFO
     -x EFACOLL_DEBUG_SUBSYS=INIT -x EFACOLL_STATS=1 -x "EFACOLL_TIMEOUT=$EFACOLL_TIMEOUT"
-    -x NCCL_NVLS_ENABLE=0 -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,vader,tcp)
+    -x NCCL_NVLS_ENABLE=0 -x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=self,vader,tcp "${LD_PATH_ARGS[@]}")
   while (($# > 0)) && [[ "$1" != -- ]]; do
     MPIRUN_CMD+=(-x "$1")
     shift
@@ -246,8 +267,9 @@ if selected unit; then
 fi
 
 mpi_step() {  # mpi_step NAME NP PROVIDER [ENV=VALUE...] -- ARGS...
-  local name="$1" np="$2" provider="$3" missing
+  local name="$1" np="$2" provider="$3" missing kind=mpi
   shift 3
+  [[ "$name" == hmem-* ]] && kind=mpi-hmem
   selected "$name" || return 0
   missing="$(need_files "$LIB" "$MPITEST")"
   if [[ -n "$missing" ]]; then
@@ -264,7 +286,7 @@ mpi_step() {  # mpi_step NAME NP PROVIDER [ENV=VALUE...] -- ARGS...
   local -a extra=()
   read -r -a extra <<<"$MPI_TEST_ARGS"
   mpirun_cmd "$np" "$provider" "${envs[@]}" -- "$MPITEST" "$@" "${extra[@]}"
-  run_step "$name" mpi "${MPIRUN_CMD[@]}"
+  run_step "$name" "$kind" "${MPIRUN_CMD[@]}"
 }
 
 mpi_step mpi-tcp "$NP" tcp -- --large
@@ -283,9 +305,24 @@ mpi_step ring-nodes-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_ALGO=allreduce:ring EF
 mpi_step ipc-forced-shm "$NP" shm EFACOLL_ALGO=ipc --
 mpi_step trials-tcp "$NP" tcp EFACOLL_TUNE_TRIALS=2 EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0 --
 mpi_step trials-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_TUNE_TRIALS=2 --
+# FI_HMEM: device pointers handed to the provider itself (a libfabric built with CUDA, such as
+# scripts/libfabric.sh's 2.6; of the test providers only shm has FI_HMEM), CUDA IPC off so that
+# every call crosses the fabric, MPI_Init failing unless the provider takes GPU memory.
+# shm's FI_HMEM endpoint has no inject, so no one-sided protocol: its messages are two-sided,
+# and a call of another count (the mismatched-calls section) stops shm for good.
+HMEM=(EFACOLL_HMEM=on EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0)
+mpi_step hmem-shm "$NP" shm "${HMEM[@]}" -- --large --no-mismatch
+mpi_step hmem-chunk-shm "$NP" shm "${HMEM[@]}" EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch
+mpi_step hmem-algos-shm "$NP" shm "${HMEM[@]}" EFACOLL_ALGO=allreduce:tree,allgather:rd,reduce_scatter:rh EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch
+mpi_step hmem-channels-shm "$NP" shm "${HMEM[@]}" EFACOLL_CHANNELS=3 EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch
+mpi_step hmem-np4-shm 4 shm "${HMEM[@]}" -- --no-mismatch
+mpi_step hmem-hier-shm 4 shm "${HMEM[@]}" EFACOLL_NODE_SIZE=2 -- --no-mismatch
+mpi_step hmem-managed-shm "$NP" shm "${HMEM[@]}" -- --device-memory=managed --no-mismatch
+mpi_step hmem-vmm-shm "$NP" shm "${HMEM[@]}" -- --device-memory=vmm --no-mismatch
 
 result_step() {  # result_step NAME NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS...
-  local name="$1" np="$2" provider="$3" missing arg prev="" program=""
+  local name="$1" np="$2" provider="$3" missing arg prev="" program="" kind=result
+  [[ "$name" == hmem-* ]] && kind=result-hmem
   shift 3
   selected "$name" || return 0
   for arg in "$@"; do  # the program: the word after --
@@ -299,7 +336,7 @@ result_step() {  # result_step NAME NP PROVIDER [ENV=VALUE...] -- PROGRAM ARGS..
     return 0
   fi
   mpirun_cmd "$np" "$provider" "$@"
-  run_step "$name" result "${MPIRUN_CMD[@]}"
+  run_step "$name" "$kind" "${MPIRUN_CMD[@]}"
 }
 
 SOAK=("$SOAKTEST" --memory gpu --calls "${SOAK_CALLS:-3000}" --report-every 500)
@@ -312,6 +349,8 @@ result_step threads-staged-tcp "$NP" tcp EFACOLL_IPC_CHUNK_SIZE=0 -- "${THREADS[
 result_step threads-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_IPC_LL_MAX=0 -- "${THREADS[@]}"
 result_step threads-turns-shm "$NP" shm -- "${THREADS[@]}" --gpu-order turns
 result_step fork-tcp "$NP" tcp -- "$FORKTEST" --memory gpu
+result_step hmem-soak-shm "$NP" shm "${HMEM[@]}" EFACOLL_MR_CACHE_ENTRIES=4 -- "${SOAK[@]}"
+result_step hmem-threads-shm "$NP" shm "${HMEM[@]}" EFACOLL_IPC_LL_MAX=0 -- "${THREADS[@]}"
 
 if selected cupy; then
   missing="$(need_files "$LIB" "$CUPY_SCRIPT")"

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian/Ubuntu packages), then configures and builds efacoll and its
-# tests into ${BUILD_DIR:-build}. Safe to run again: it only does what is not done yet.
+# tests into the build directory (scripts/build_dir.sh). Safe to run again: it only does what is
+# not done yet.
+#
+# The libfabric it builds against: the system's (Debian's 1.17, or AWS's under /opt/amazon/efa
+# where pkg-config finds it), or with EFACOLL_LIBFABRIC=2.6 upstream 2.6.0 with CUDA support,
+# built once from ../shared/deps by scripts/libfabric.sh, into build-libfabric-2.6.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +25,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-build=${BUILD_DIR:-build}
-cuda_args=()
-[ -x /usr/local/cuda/bin/nvcc ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
-cmake -S . -B "$build" -DEFACOLL_BUILD_TESTS=ON "${cuda_args[@]}" >/dev/null
+source scripts/build_dir.sh
+cmake_args=(-DEFACOLL_BUILD_TESTS=ON)
+[ -x /usr/local/cuda/bin/nvcc ] && cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+if [[ -n "${EFACOLL_LIBFABRIC:-}" && "${EFACOLL_LIBFABRIC}" != system ]]; then
+  libfabric_prefix="$(scripts/libfabric.sh "$EFACOLL_LIBFABRIC")"
+  # pkg-config looks under CMAKE_PREFIX_PATH first; the library is found there at run time too
+  # (the build's RUNPATH), ahead of the system's libfabric.so.1.
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$libfabric_prefix")
+fi
+build=$build_dir
+cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"

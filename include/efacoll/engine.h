@@ -103,6 +103,10 @@ struct EngineConfig {
   bool force_mr_local = false;
   size_t mr_cache_entries = 64;
   int stage_slots = 8;  // per direction, for GPU data through a provider without FI_HMEM
+  // Flush GPUDirect writes before GPU work reads them (GpuRuntime::flush_network_writes):
+  // kAuto asks the runtime (GPUs before Hopper).
+  enum class GdrFlush { kAuto, kOn, kOff };
+  GdrFlush gdr_flush = GdrFlush::kAuto;
   // GPU calls moving at most this many bytes (send + receive) run on host copies: two copies
   // cost less than staging every step through streams and events.
   size_t gpu_host_path_max = 65536;
@@ -235,6 +239,8 @@ class Engine {
   // runtime).
   std::unique_ptr<StagePool> stages_;
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
+  // CUDA buffer ids of GPU allocations the provider refused to register: staged (comm_execute).
+  std::unordered_map<uint64_t, bool> unregistrable_gpu_buffers_;
   std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
   // Memory a failed call's receives named, which their senders may still write
   // (comm_late_writes.cc): freed once every such write has come, or the transport is closed.

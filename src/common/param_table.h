@@ -40,6 +40,15 @@
     "registered memory).")                                                                        \
   X(kRequireGdr, "EFACOLL_REQUIRE_GDR", kBool, "0",                                               \
     "Fail at MPI_Init unless GPU data can cross the fabric by GPUDirect RDMA (FI_HMEM).")         \
+  X(kHmem, "EFACOLL_HMEM", kText, "auto",                                                         \
+    "GPU data on the fabric: auto (device pointers go to the provider where it offers FI_HMEM "   \
+    "and a trial registration of GPU memory at MPI_Init succeeds, through a dma-buf where the "   \
+    "driver exports one; staged through pinned host memory otherwise), on (the same, and "        \
+    "MPI_Init fails where it cannot), off (always staged).")                                      \
+  X(kGdrFlush, "EFACOLL_GDR_FLUSH", kText, "auto",                                                \
+    "Flush GPUDirect RDMA writes (cuFlushGPUDirectRDMAWrites) after data from the fabric lands "  \
+    "in GPU memory, before GPU work reads it: auto (on GPUs before Hopper, such as p4d's A100, "  \
+    "as aws-ofi-nccl does), 1 or 0.")                                                             \
   X(kStageSlots, "EFACOLL_STAGE_SLOTS", kInteger, "8",                                            \
     "Pinned host slots per direction (each one chunk) for GPU data through a provider "           \
     "without FI_HMEM.")                                                                           \

@@ -77,6 +77,8 @@ void Executor::finish(uint32_t index, const Status& status, size_t bytes) {
   } else if (!status.is_ok() && error_.is_ok()) {
     error_ = op_error(op, status);
   }
+  if (op.kind == OpKind::kRecv && status.is_ok() && on_gpu(op.dst.buf))
+    unflushed_ = static_cast<bool>(ctx_.flush_network_writes);
   ++done_;
   release(index);
 }
@@ -165,9 +167,11 @@ Status Executor::issue(const Op& op, OpSlot* slot) {
                                                              region_of(op.dst.buf), slot);
     }
     case OpKind::kReduce:
+      EFACOLL_RETURN_IF_ERROR(flush_if_needed());
       return ctx_.local->reduce(resolve(op.dst), resolve(op.src), resolve(op.src2),
                                 op.bytes / dtype_size(ctx_.dtype), ctx_.dtype, ctx_.op, slot);
     case OpKind::kCopy: {
+      EFACOLL_RETURN_IF_ERROR(flush_if_needed());
       const bool from_gpu = on_gpu(op.src.buf), to_gpu = on_gpu(op.dst.buf);
       CopyKind kind = from_gpu ? (to_gpu ? CopyKind::kDeviceToDevice : CopyKind::kDeviceToHost)
                                : (to_gpu ? CopyKind::kHostToDevice : CopyKind::kHostToHost);
@@ -298,7 +302,14 @@ Status Executor::run() {
     }
   }
   settle_watch();
+  if (error_.is_ok()) error_ = flush_if_needed();
   return error_.is_ok() ? mismatch_ : error_;
+}
+
+Status Executor::flush_if_needed() {
+  if (!unflushed_) return Status::ok();
+  unflushed_ = false;
+  return ctx_.flush_network_writes();
 }
 
 }  // namespace exec

@@ -62,6 +62,10 @@ struct ExecContext {
   // senders may hold their clear-to-sends (Completion::may_still_be_written). The caller must
   // not reuse them: a late write lands whenever it comes, and EFA keeps no order.
   unsigned* late_write_targets = nullptr;
+  // GPUs before Hopper (A100 on p4d) may hold GPUDirect writes from the NIC where a kernel does
+  // not yet see them, as aws-ofi-nccl flushes for: where set, called after a receive landed in
+  // GPU memory, before the next local operation and before the call returns.
+  std::function<Status()> flush_network_writes;
 };
 
 Status execute_schedule(const Schedule& schedule, const ExecContext& ctx, const ExecBuffers& bufs);

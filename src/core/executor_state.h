@@ -104,6 +104,8 @@ class Executor {
   std::vector<uint32_t> lane_prev_, lane_next_;
   std::vector<bool> lane_posted_, held_;
   size_t done_ = 0;
+  bool unflushed_ = false;  // a receive landed in GPU memory since the last flush
+  Status flush_if_needed();
   size_t answered_ = 0;  // receives and local operations completed
   size_t in_flight_ = 0;
   // Sends and receives in flight, each bounded by ctx_.max_posted. Separately: receives that

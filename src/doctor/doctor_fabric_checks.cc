@@ -145,7 +145,8 @@ Check gpudirect_check(const Observation& obs) {
   if (requested != "efa") {
     return {"gpudirect", Verdict::kInfo,
             "provider " + requested +
-                ": GPU data is staged through host memory (efacoll asks FI_HMEM of EFA only)",
+                ": not EFA, no GPUDirect RDMA; GPU data goes to it directly only where it has "
+                "FI_HMEM and a trial registration at MPI_Init succeeds (EFACOLL_HMEM)",
             ""};
   }
   if (!efa.found) {

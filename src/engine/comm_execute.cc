@@ -1,7 +1,9 @@
 // Running one built schedule: local work on the host or the GPU's streams, GPU data staged
 // through pinned host slots where the provider has no FI_HMEM, registrations where asked.
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "common/log.h"
 #include "core/call_signature.h"
@@ -49,6 +51,45 @@ class CallResources {
   StageSet* stage_ = nullptr;
 };
 
+constexpr size_t kUnregistrableKept = 1024;  // allocation ids remembered; then forgotten at once
+
+// Whether the provider takes this call's GPU buffers themselves, else they are staged through
+// pinned host memory: only with FI_HMEM, never managed memory (GPUDirect RDMA cannot reach it),
+// and not an allocation the provider refused to register (VMM memory on some libfabric
+// versions), remembered by its CUDA buffer id. The trial registration stays in the cache for the
+// call itself. Staging is each rank's own choice: the messages on the wire are the same.
+bool provider_takes_gpu_buffers(const TransportInfo& ti, const CollArgs& args, MrCache* mrs,
+                                std::unordered_map<uint64_t, bool>* refused, size_t send_bytes,
+                                size_t recv_bytes) {
+  if (!ti.hmem || mrs == nullptr) return false;
+  if (args.recv_mem == MemKind::kManaged || (!args.inplace && args.send_mem == MemKind::kManaged))
+    return false;
+  struct Buffer {
+    const void* ptr;
+    size_t bytes;
+    uint64_t id;
+  };
+  std::vector<Buffer> buffers = {{args.recvbuf, recv_bytes, args.recv_buffer_id}};
+  if (!args.inplace) buffers.push_back({args.sendbuf, send_bytes, args.send_buffer_id});
+  for (const Buffer& b : buffers) {
+    if (b.id != 0 && refused->count(b.id)) return false;
+    MrCache::Call trial;
+    const MemRegion* region = nullptr;
+    Status st = mrs->acquire(&trial, b.ptr, b.bytes, b.id, MemKind::kDevice, args.device, &region);
+    mrs->end_call(&trial);
+    if (st.is_ok()) continue;
+    EFACOLL_INFO(kNet, "GPU buffer %p (allocation %llu) cannot be registered with %s: %s; its "
+                 "calls are staged through host memory", b.ptr,
+                 static_cast<unsigned long long>(b.id), ti.provider.c_str(), st.message().c_str());
+    if (b.id != 0) {
+      if (refused->size() >= kUnregistrableKept) refused->clear();
+      (*refused)[b.id] = true;
+    }
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
@@ -68,7 +109,10 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   bufs.recv = args.recvbuf;
   bufs.scratch = gpu ? gpu_scratch_->ptr : scratch_.data();
   bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = gpu;
-  const bool staged = gpu && !t->info().hmem;
+  const bool staged =
+      gpu && !provider_takes_gpu_buffers(t->info(), args, engine_->mr_cache_.get(),
+                                         &engine_->unregistrable_gpu_buffers_, send_bytes,
+                                         recv_bytes);
   if (staged) {
     StagePlan plan;
     plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
@@ -142,12 +186,19 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
                 chunk_bytes);
   unsigned late_write_targets = 0;
   ctx.late_write_targets = &late_write_targets;
+  GpuRuntime* runtime = engine_->gpu_.get();
+  const EngineConfig::GdrFlush flush = engine_->config_.gdr_flush;
+  if (gpu && !staged && flush != EngineConfig::GdrFlush::kOff &&
+      (flush == EngineConfig::GdrFlush::kOn || runtime->network_writes_need_flush(device))) {
+    ctx.flush_network_writes = [runtime, device] { return runtime->flush_network_writes(device); };
+  }
   Status result = execute_schedule(schedule, ctx, bufs);
   if (!result.is_ok()) remember_failed_call(ctx.seq);
   // The result must be visible to any later work on any stream before we return.
   Status done = local->finish();
   if (result.is_ok()) result = done;
-  if (mrs) mrs->end_call(&held);
+  // A failed call's receives may still be posted, or written late: its registrations stay open.
+  if (mrs) mrs->end_call(&held, late_write_targets != 0 || (!result.is_ok() && t->holds_operations()));
   if (late_write_targets != 0) {
     const bool stage_named = (late_write_targets >> static_cast<unsigned>(BufId::kStage)) & 1u;
     retire_late_write_targets(late_write_targets, args, ctx.what,

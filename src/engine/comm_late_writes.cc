@@ -5,8 +5,9 @@
 // after the next call's own data. Our memory is therefore retired, never reused, its registration
 // left open so that such a write lands there (MrCache::retire), until the transport awaits no such
 // write and holds no operation any more, or closes.
-// The user's GPU buffers lose their cached registration, which tcp, udp and shm then enforce, as
-// they do for the user's host buffers, registered for the call alone.
+// The registrations of everything the call used, the user's buffers too, are retired with it
+// (MrCache::end_call): closing a registration under a posted operation or an incoming write is
+// undefined on EFA, breaks tcp's connection and stalls udp. The user's buffers may still change.
 #include <string>
 #include <utility>
 
@@ -99,9 +100,11 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
   if (recv_named && retired_gpu && retire_ours_at(args.recvbuf)) recv_named = false;
   if (send_named && retired_gpu && retire_ours_at(args.sendbuf)) send_named = false;
   const bool user_buffer = recv_named || send_named;
+  // Out of the cache, still open until no write can reach them (MrCache::end_call retired the
+  // call's own; other cached registrations of these allocations go too).
   if (mrs && is_gpu(args.recv_mem)) {
-    if (recv_named && args.recv_buffer_id != 0) mrs->forget(args.recv_buffer_id);
-    if (send_named && args.send_buffer_id != 0) mrs->forget(args.send_buffer_id);
+    if (recv_named && args.recv_buffer_id != 0) mrs->retire(args.recv_buffer_id);
+    if (send_named && args.send_buffer_id != 0) mrs->retire(args.send_buffer_id);
   }
   EFACOLL_WARN(
       kNet,
@@ -119,9 +122,12 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
 // on, where the provider can peek). Until then, and for good where the sender died or the
 // provider cannot peek (shm), the memory stays retired: a late sender looks the same.
 void Engine::release_retired_memory() {
-  if (retired_bytes_held_ == 0 || hierarchical_calls_under_way_ > 0) return;
+  const size_t retired_registrations = mr_cache_ ? mr_cache_->retired() : 0;
+  if (retired_bytes_held_ == 0 && retired_registrations == 0) return;
+  if (hierarchical_calls_under_way_ > 0) return;
   if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
   if (mr_cache_ && !mr_cache_->close_retired()) return;
+  if (retired_bytes_held_ == 0) return;  // registrations alone: nothing else to free
   EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",
                retired_bytes_held_);
   free_retired_memory();

@@ -217,6 +217,29 @@ class CudaRuntime : public GpuRuntime {
     return cudaDeviceCanAccessPeer(&can, device, peer_device) == cudaSuccess && can;
   }
 
+  bool network_writes_need_flush(int device) override {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+      return true;  // unknown: flushing is only slower
+    return major < 9;
+  }
+
+  Status flush_network_writes(int device) override {
+    // cuFlushGPUDirectRDMAWrites(CURRENT_CTX target, TO_OWNER scope), through the driver table
+    // memory_kind loaded: the library links no libcuda.
+    using Flush = int (*)(int, int);
+    static const auto flush = reinterpret_cast<Flush>(
+        cuda_driver_function("cuFlushGPUDirectRDMAWrites"));
+    if (!flush) return Status(Code::kCuda, "the CUDA driver has no cuFlushGPUDirectRDMAWrites");
+    DeviceGuard on_device(this, device);
+    const int rc = flush(/*CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX=*/0,
+                         /*CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER=*/100);
+    if (rc != 0)
+      return Status(Code::kCuda, "cuFlushGPUDirectRDMAWrites failed with CUDA error " +
+                                     std::to_string(rc));
+    return Status::ok();
+  }
+
   Status device_uuid(int device, std::string* out) override {
     cudaDeviceProp prop;
     EFACOLL_CUDA(cudaGetDeviceProperties(&prop, device));

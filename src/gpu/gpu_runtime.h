@@ -48,6 +48,11 @@ class GpuRuntime {
   // Runs one low-latency collective (ll_protocol.h) and waits for it: kTimeout names a peer that
   // did not push its data in time; kMismatch, a peer that made another call (then in *fault).
   virtual Status run_ll(int device, const LlCall& call, LlFault* fault) = 0;
+  // GPUDirect RDMA writes from a NIC land where a kernel on GPUs before Hopper may not yet see
+  // them (aws-ofi-nccl flushes on p4d's A100, not on p5's H100): whether `device` needs a flush
+  // after such writes, and the flush (cuFlushGPUDirectRDMAWrites, synchronous).
+  virtual bool network_writes_need_flush(int /*device*/) { return false; }
+  virtual Status flush_network_writes(int /*device*/) { return Status::ok(); }
   // Makes `device` current for this thread until the guard ends.
   class DeviceGuard;
   virtual int set_device(int device) = 0;  // returns the previous one

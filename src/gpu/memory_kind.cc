@@ -26,6 +26,7 @@ struct Driver {
   CUresult (*ctx_get_current)(void**) = nullptr;
   CUresult (*ctx_get_device)(int*) = nullptr;
   CUresult (*device_bus_id)(char*, int, int) = nullptr;
+  void* lib = nullptr;
   bool ok = false;
   std::string why_not;
 };
@@ -39,6 +40,7 @@ const Driver& driver() {
       d.why_not = "libcuda.so.1 not found (no NVIDIA driver)";
       return;
     }
+    d.lib = lib;
     d.init = reinterpret_cast<decltype(d.init)>(dlsym(lib, "cuInit"));
     d.get_attributes =
         reinterpret_cast<decltype(d.get_attributes)>(dlsym(lib, "cuPointerGetAttributes"));
@@ -95,6 +97,26 @@ bool current_gpu_bus_id(std::string* bus_id) {
   return true;
 }
 
+int current_cuda_device() {
+  const Driver& d = driver();
+  void* ctx = nullptr;
+  int dev = -1;
+  if (!d.ok || !d.ctx_get_current || !d.ctx_get_device) return -1;
+  if (d.ctx_get_current(&ctx) != 0 || ctx == nullptr || d.ctx_get_device(&dev) != 0) return -1;
+  return dev;
+}
+
+int cuda_device_count() {
+  auto count_fn = reinterpret_cast<CUresult (*)(int*)>(cuda_driver_function("cuDeviceGetCount"));
+  int count = 0;
+  return count_fn && count_fn(&count) == 0 ? count : 0;
+}
+
+void* cuda_driver_function(const char* name) {
+  const Driver& d = driver();
+  return d.ok ? dlsym(d.lib, name) : nullptr;
+}
+
 bool cuda_driver_available(std::string* why_not) {
   const Driver& d = driver();
   if (why_not) *why_not = d.why_not;
@@ -135,9 +157,21 @@ Status driver_copy(void* dst, const void* src, size_t bytes, const void* device_
   int attr = kAttrContext;
   void* data[] = {&context};
   CUresult rc = d.get_attributes(1, &attr, data, reinterpret_cast<CUdeviceptr>(device_ptr));
+  if (rc == 0 && context == nullptr) {
+    // Memory of CUDA's virtual memory management (cuMemCreate + cuMemMap) belongs to no context:
+    // it is reachable from the caller's own, which must then be current.
+    void* current = nullptr;
+    if (d.ctx_get_current && d.ctx_get_current(&current) == 0 && current != nullptr) {
+      rc = d.memcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
+      if (rc != 0)
+        return Status(Code::kCuda, "cuMemcpy failed with CUDA error " + std::to_string(rc));
+      return Status::ok();
+    }
+  }
   if (rc != 0 || context == nullptr) {
-    return Status(Code::kCuda,
-                  "cuPointerGetAttributes(CONTEXT) failed with CUDA error " + std::to_string(rc));
+    return Status(Code::kCuda, "cuPointerGetAttributes(CONTEXT) failed with CUDA error " +
+                                   std::to_string(rc) +
+                                   (context == nullptr ? " (no context, none current)" : ""));
   }
   rc = d.ctx_push(context);
   if (rc != 0)

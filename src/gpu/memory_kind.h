@@ -32,6 +32,15 @@ Status driver_allocation_base(const void* ptr, void** base);
 // chosen one already (false otherwise, or without a driver).
 bool current_gpu_bus_id(std::string* bus_id);
 
+// The device of the context current on this thread, or -1 (none yet, or no driver); and how
+// many devices this process sees (0 without a driver).
+int current_cuda_device();
+int cuda_device_count();
+
+// A CUDA driver function by its exported name, once the driver is loaded and initialised;
+// nullptr without a driver or where this driver lacks it.
+void* cuda_driver_function(const char* name);
+
 // Whether a CUDA driver was found (the first query loads it); the reason when not.
 bool cuda_driver_available(std::string* why_not = nullptr);
 

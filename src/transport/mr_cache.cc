@@ -42,10 +42,23 @@ Status MrCache::acquire(Call* call, const void* ptr, size_t bytes, uint64_t iden
 }
 
 // Eviction waits for the end of the call: a region handed out must outlive the call.
-void MrCache::end_call(Call* call) {
-  for (auto& r : call->regions) transport_->deregister_memory(&r);
+void MrCache::end_call(Call* call, bool still_in_use) {
+  for (auto& r : call->regions) {
+    if (still_in_use)
+      retired_.push_back({r.base, r.base + r.bytes, 0, r, 0});
+    else
+      transport_->deregister_memory(&r);
+  }
   call->regions.clear();
-  for (Entry* e : call->held) e->users--;
+  for (Entry* e : call->held) {
+    e->users--;
+    if (!still_in_use) continue;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (&*it != e) continue;
+      retired_.splice(retired_.end(), entries_, it);
+      break;
+    }
+  }
   call->held.clear();
   size_t excess = entries_.size() > capacity_ ? entries_.size() - capacity_ : 0;
   for (auto it = entries_.end(); excess > 0 && it != entries_.begin();) {

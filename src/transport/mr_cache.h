@@ -40,8 +40,12 @@ class MrCache {
   Status acquire(Call* call, const void* ptr, size_t bytes, uint64_t identity, MemKind kind,
                  int device, const MemRegion** region);
   // Releases the call's own registrations and its hold on cached ones; then evicts the least
-  // recently used entries beyond capacity that no call holds.
-  void end_call(Call* call);
+  // recently used entries beyond capacity that no call holds. still_in_use: the call failed
+  // with operations that may still reach its memory (posted receives the provider keeps, late
+  // one-sided writes): every registration it used is retired instead, open until
+  // close_retired(), since closing one under a posted operation is undefined (EFA: "MR
+  // ABORTING").
+  void end_call(Call* call, bool still_in_use = false);
   // Forget every cached registration of this allocation (it is being freed; no call holds it).
   void forget(uint64_t identity);
   // Takes every cached registration of this allocation out of use without closing it, until

@@ -45,6 +45,10 @@ struct MemRegion {
   void* handle = nullptr;
   uintptr_t base = 0;  // what was registered: [base, base + bytes)
   size_t bytes = 0;
+  // GPU memory (FI_HMEM): never injected, since an inject carries no descriptor and the provider
+  // reads the buffer as host memory (EFA's fi_tinject would fault on a device pointer).
+  bool on_gpu = false;
+  bool by_dmabuf = false;  // registered through a dma-buf file descriptor, not the address
 };
 
 struct TransportInfo {
@@ -53,6 +57,7 @@ struct TransportInfo {
   std::string domain;
   std::string version;    // libfabric's
   bool hmem = false;      // FI_HMEM: device memory can be handed to the provider
+  bool gpudirect = false;  // and the NIC reaches it directly (EFA's answer, gdr_policy.h)
   std::string hmem_note;  // what the provider said of GPUDirect RDMA (policy/gdr_policy.h)
   bool needs_local_mr = false;
   size_t inject_size = 0;

@@ -123,7 +123,7 @@ TestBuf::~TestBuf() {
     case Where::kDevice:
     case Where::kOtherDevice: {
       OnDevice on(device_);
-      cudaFree(base_);
+      device_free(alloc_, base_);
       break;
     }
     case Where::kPinned:
@@ -143,15 +143,17 @@ std::string TestBuf::allocate(Where where, size_t offset, size_t bytes) {
   const size_t n = total();
   cudaError_t err = cudaSuccess;
   void* p = nullptr;
+  alloc_ = g_ctx.device_alloc;
+  std::string device_error;
   switch (where) {
     case Where::kDevice:
       device_ = g_ctx.device;
-      err = cudaMalloc(&p, n);
+      device_error = device_alloc(alloc_, n, &p);
       break;
     case Where::kOtherDevice:
       device_ = (g_ctx.device + 1) % g_ctx.device_count;
       err = cudaSetDevice(device_);
-      if (err == cudaSuccess) err = cudaMalloc(&p, n);
+      if (err == cudaSuccess) device_error = device_alloc(alloc_, n, &p);
       cudaSetDevice(g_ctx.device);
       break;
     case Where::kPinned:
@@ -166,6 +168,10 @@ std::string TestBuf::allocate(Where where, size_t offset, size_t bytes) {
     return cuda_text(
         ("allocating " + std::to_string(n) + " bytes of " + where_name(where) + " memory").c_str(),
         err);
+  }
+  if (!device_error.empty()) {
+    return "allocating " + std::to_string(n) + " bytes of " + device_alloc_name(alloc_) + " " +
+           where_name(where) + " memory: " + device_error;
   }
   base_ = static_cast<uint8_t*>(p);
   return "";

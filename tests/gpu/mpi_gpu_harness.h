@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_alloc.h"
 #include "efacoll/efacoll.h"
 #include "mpi_gpu_data.h"
 
@@ -26,6 +27,7 @@ struct Context {
   long max_reports = 40;     // failure lines printed per rank; later ones only counted
   bool verbose = false;      // rank 0 names each case before its call
   bool host_memory = false;  // --host-memory: every buffer is malloc'ed (self-test, no GPU)
+  DeviceAlloc device_alloc = DeviceAlloc::kCudaMalloc;  // --device-memory: GPU buffers' kind
 };
 extern Context g_ctx;
 
@@ -69,6 +71,7 @@ class TestBuf {
 
  private:
   Where where_ = Where::kDevice;
+  DeviceAlloc alloc_ = DeviceAlloc::kCudaMalloc;
   int device_ = 0;
   uint8_t* base_ = nullptr;
   size_t offset_ = 0, bytes_ = 0;

@@ -188,5 +188,43 @@ TEST(MrCache, RetiredRegistrationsCloseOnlyWhenNoCallHoldsThem) {
   EXPECT_EQ(t.live.count(cached->desc), 1u);
 }
 
+// A call that failed with operations that may still reach its memory (posted receives, late
+// writes): neither its own registrations nor the cached ones it used close at its end, nor by
+// eviction; they close with the retired ones once nothing can reach them (EFA: closing a
+// registration under a posted operation is undefined).
+TEST(MrCache, AFailedCallsRegistrationsStayOpenUntilNothingCanReachThem) {
+  CountingTransport t;
+  char own[4096] = {}, cached[4096] = {}, filler[3][4096] = {};
+  MrCache cache(&t, 1);
+  MrCache::Call call;
+  const MemRegion *own_mr, *cached_mr;
+  ASSERT_TRUE(cache.acquire(&call, own, sizeof(own), 0, MemKind::kHost, -1, &own_mr).is_ok());
+  ASSERT_TRUE(
+      cache.acquire(&call, cached, sizeof(cached), 9, MemKind::kHost, -1, &cached_mr).is_ok());
+  void* own_handle = own_mr->handle;
+  void* cached_handle = cached_mr->handle;
+  cache.end_call(&call, /*still_in_use=*/true);
+  EXPECT_EQ(t.live.count(own_handle), 1u) << "the call's own registration closed";
+  EXPECT_EQ(t.live.count(cached_handle), 1u) << "the cached registration closed";
+  EXPECT_EQ(cache.retired(), 2u);
+  // Later calls fill the cache past its capacity: eviction does not reach retired entries, and
+  // the retired allocation is registered anew, not reused.
+  for (auto& f : filler) {
+    MrCache::Call later;
+    const MemRegion* r;
+    ASSERT_TRUE(cache.acquire(&later, f, sizeof(f), 100 + (&f - filler), MemKind::kHost, -1, &r)
+                    .is_ok());
+    cache.end_call(&later);
+  }
+  MrCache::Call again;
+  const MemRegion* fresh;
+  ASSERT_TRUE(cache.acquire(&again, cached, sizeof(cached), 9, MemKind::kHost, -1, &fresh).is_ok());
+  EXPECT_NE(fresh->handle, cached_handle);
+  cache.end_call(&again);
+  EXPECT_EQ(t.live.count(own_handle) + t.live.count(cached_handle), 2u);
+  EXPECT_TRUE(cache.close_retired());
+  EXPECT_EQ(t.live.count(own_handle) + t.live.count(cached_handle), 0u);
+}
+
 }  // namespace
 }  // namespace efacoll

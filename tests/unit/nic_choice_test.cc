@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "topo/rings.h"
 #include "topo_fixture.h"
 
@@ -89,6 +91,127 @@ TEST(NicChoice, GpuByBusIdAcceptsCudaAndSysfsSpellings) {
   EXPECT_EQ(gpu_by_bus_id(t, "00000000:CA:00.0"), 7);
   EXPECT_EQ(gpu_by_bus_id(t, "0000:53:00.0"), 0);
   EXPECT_EQ(gpu_by_bus_id(t, "0000:99:00.0"), -1);
+}
+
+// What each rank of a node opens when the node gathered these contexts' GPUs (by local rank,
+// -1: no context), as every rank computes it in MPI_Init.
+std::vector<NicChoice> node_choices(const Topology& t, const std::vector<int>& contexts) {
+  std::vector<NicChoice> choices;
+  for (int r = 0; r < static_cast<int>(contexts.size()); ++r) {
+    choices.push_back(choose_node_rank_nic("auto", t, contexts, r, efa_domains(t)));
+  }
+  return choices;
+}
+
+std::set<std::string> distinct_domains(const std::vector<NicChoice>& choices) {
+  std::set<std::string> all;
+  for (const NicChoice& c : choices) all.insert(c.domains.begin(), c.domains.end());
+  return all;
+}
+
+// Each rank r of the node stripes over the four EFAs nearest to GPU gpu_of[r]: 32 NICs in all.
+void expect_each_rank_on_its_own_gpu(const Topology& t, const std::vector<NicChoice>& choices,
+                                     const std::vector<int>& gpu_of) {
+  ASSERT_EQ(choices.size(), gpu_of.size());
+  for (size_t r = 0; r < choices.size(); ++r) {
+    ASSERT_EQ(choices[r].domains.size(), 4u) << "rank " << r << ": " << choices[r].why;
+    for (const std::string& d : choices[r].domains) {
+      EXPECT_TRUE(nearest_to(t, gpu_of[r], d)) << "rank " << r << ": " << d;
+    }
+  }
+  EXPECT_EQ(distinct_domains(choices).size(), 32u);
+}
+
+// cudaSetDevice before MPI_Init: each rank's context names the GPU it chose, and it gets that
+// GPU's four EFAs, whatever the mapping of local ranks to GPUs.
+TEST(RankGpuChoice, P5DeviceChosenBeforeMpiInitIsKept) {
+  Topology t = fixture("p5.48xlarge", testing::build_p5);
+  const std::vector<int> own = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<NicChoice> choices = node_choices(t, own);
+  expect_each_rank_on_its_own_gpu(t, choices, own);
+  EXPECT_NE(choices[3].why.find("GPU 3 from this rank's CUDA context"), std::string::npos)
+      << choices[3].why;
+  const std::vector<int> reversed = {7, 6, 5, 4, 3, 2, 1, 0};
+  expect_each_rank_on_its_own_gpu(t, node_choices(t, reversed), reversed);
+}
+
+// cudaSetDevice after MPI_Init: at MPI_Init a rank has no context, or (libfabric's efa having
+// probed GPUDirect on the current device) every rank's context is on device 0. Either way rank
+// r takes GPU r: the node's eight GPUs and 32 EFAs, not GPU 0's four.
+TEST(RankGpuChoice, P5DeviceChosenAfterMpiInitFollowsTheLocalRank) {
+  Topology t = fixture("p5.48xlarge", testing::build_p5);
+  const std::vector<int> by_local_rank = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int probed : {-1, 0, 5}) {
+    SCOPED_TRACE("every rank's context on " + std::to_string(probed));
+    std::vector<NicChoice> choices = node_choices(t, std::vector<int>(8, probed));
+    expect_each_rank_on_its_own_gpu(t, choices, by_local_rank);
+    int near_gpu0 = 0;
+    for (const std::string& d : distinct_domains(choices)) near_gpu0 += nearest_to(t, 0, d);
+    EXPECT_EQ(near_gpu0, 4) << "only rank 0 is on GPU 0's EFAs";
+    for (const NicChoice& c : choices) {
+      EXPECT_NE(c.why.find("from local rank"), std::string::npos) << c.why;
+      if (probed >= 0) {
+        EXPECT_NE(c.why.find("not the application's choice"), std::string::npos) << c.why;
+      }
+    }
+  }
+}
+
+void build_one_gpu(testing::SysfsFixture* f) {
+  f->add_gpu("pci0000:00/0000:00:1e.0", 0);
+  f->add_efa("pci0000:00/0000:00:1f.0", 0, "rdmap0s31");
+}
+
+// One GPU, two ranks, both contexts on it: they share it (and its one EFA), context or not.
+TEST(RankGpuChoice, OneGpuMachineRanksShareItsGpu) {
+  Topology t = fixture("g5.8xlarge", build_one_gpu);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  ASSERT_EQ(t.nics.size(), 1u);
+  for (const std::vector<int>& contexts : {std::vector<int>{0, 0}, std::vector<int>{-1, -1}}) {
+    for (int r = 0; r < 2; ++r) {
+      const RankGpu g = choose_rank_gpu(contexts, r, 1);
+      EXPECT_EQ(g.gpu, 0) << g.why;
+      if (contexts[r] == 0) {
+        EXPECT_NE(g.why.find("from this rank's CUDA context"), std::string::npos) << g.why;
+      }
+      const NicChoice c = choose_node_rank_nic("auto", t, contexts, r, efa_domains(t));
+      EXPECT_EQ(c.domains, efa_domains(t)) << c.why;
+      EXPECT_NE(c.why.find("2 rank(s) on that GPU"), std::string::npos) << c.why;
+    }
+  }
+}
+
+// Contexts that name different GPUs are the application's choices, even where ranks share a
+// GPU; a rank without one takes its local rank, and shares with whoever chose that GPU.
+TEST(RankGpuChoice, MixedContextsKeepRealChoices) {
+  Topology t = fixture("p5.48xlarge", testing::build_p5);
+  // Two pairs of ranks, each pair on one GPU: each rank takes half of its GPU's EFAs.
+  std::vector<NicChoice> pairs = node_choices(t, {0, 0, 1, 1});
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(pairs[r].domains.size(), 2u) << pairs[r].why;
+    for (const std::string& d : pairs[r].domains) EXPECT_TRUE(nearest_to(t, r / 2, d)) << d;
+  }
+  EXPECT_EQ(distinct_domains(pairs).size(), 8u);
+  // Ranks 0-3 chose GPUs 4-7; ranks 4-7 had no context and land on GPUs 4-7 by local rank.
+  std::vector<NicChoice> half = node_choices(t, {4, 5, 6, 7, -1, -1, -1, -1});
+  for (int r = 0; r < 8; ++r) {
+    ASSERT_EQ(half[r].domains.size(), 2u) << half[r].why;
+    for (const std::string& d : half[r].domains) EXPECT_TRUE(nearest_to(t, 4 + r % 4, d)) << d;
+  }
+  EXPECT_EQ(distinct_domains(half).size(), 16u) << "the ranks on a GPU divide its EFAs";
+  EXPECT_NE(half[0].why.find("from this rank's CUDA context"), std::string::npos);
+  EXPECT_NE(half[4].why.find("no CUDA context"), std::string::npos);
+}
+
+TEST(RankGpuChoice, EdgeCases) {
+  // A rank alone on its node keeps its context's GPU, even on a many-GPU node.
+  EXPECT_EQ(choose_rank_gpu({5}, 0, 8).gpu, 5);
+  // A context the topology cannot place (index out of range) counts as none.
+  EXPECT_EQ(choose_rank_gpu({9, 1}, 0, 8).gpu, 0);
+  // Without GPUs in sysfs there is nothing to choose.
+  EXPECT_EQ(choose_rank_gpu({-1, -1}, 1, 0).gpu, -1);
+  // Local ranks beyond the GPU count wrap around.
+  EXPECT_EQ(choose_rank_gpu(std::vector<int>(10, 0), 9, 8).gpu, 1);
 }
 
 TEST(GpuRing, NvSwitchNodesRingInIndexOrderOverNvlink) {

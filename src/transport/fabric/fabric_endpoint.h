@@ -45,6 +45,13 @@ class Fid {
 
 Status fabric_error(const char* what, int rc);
 
+// Whether a message may go by inject (fi_tinject: no descriptor, no completion, the buffer read
+// as host memory before the call returns): short enough, and not GPU memory, which EFA's inject
+// would read as host memory (a fault inside libfabric). aws-ofi-nccl never injects at all.
+inline bool may_inject(size_t bytes, size_t inject_size, const MemRegion* region) {
+  return bytes <= inject_size && !(region && region->on_gpu);
+}
+
 // Clear-to-send: where the receiver wants a one-sided message written. 4-byte completion ids:
 // EFA carries only 4 bytes of remote CQ data from libfabric 1.18 on.
 struct ClearToSend {
@@ -146,6 +153,9 @@ class FabricTransport : public Transport {
 
  private:
   Status choose_protocol(const fi_info* fi, const FabricOptions& options);
+  void judge_hmem();
+  // FI_MR_DMABUF registration of GPU memory; false where it did not register (then by address).
+  bool register_dmabuf(void* ptr, size_t bytes, fi_mr_attr attr, fid_mr** mr);
   Request* get_request(Completion* c, size_t bytes, ReqKind kind);
   void put_request(Request* r);
   void complete(Request* r, const Status& status, size_t bytes);
@@ -198,6 +208,9 @@ class FabricTransport : public Transport {
   Fid<fid_ep> ep_;
   TransportInfo info_;
   uint64_t mr_mode_ = 0;
+  // GPU memory registers through dma-bufs while this holds (cleared at the first refusal).
+  std::function<Status(const void*, size_t, DmabufRange*)> export_dmabuf_;
+  std::atomic<bool> try_dmabuf_{false};
   bool peek_unsupported_ = false;
   bool truncation_stops_ = false;
   // shm (libfabric 1.17) matches a message that arrived before its receive only on the whole

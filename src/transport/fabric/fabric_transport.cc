@@ -4,6 +4,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -107,14 +108,11 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   if (rc) return fabric_error("fi_ep_bind(cq)", rc);
   rc = fi_ep_bind(ep_.get(), &av_.get()->fid, 0);
   if (rc) return fabric_error("fi_ep_bind(av)", rc);
-  if (info_.hmem) {
-    const bool permitted = false;
-    const HmemOptOut v = judge_cuda_api_opt_out(fi_setopt(
-        &ep_.get()->fid, FI_OPT_ENDPOINT, kOptCudaApiPermitted, &permitted, sizeof(permitted)));
-    info_.hmem = v.keep_hmem;
-    info_.hmem_note = v.note;
-    if (!v.note.empty()) EFACOLL_INFO(kNet, "%s: %s", info_.provider.c_str(), v.note.c_str());
-  }
+  if (info_.hmem) judge_hmem();
+#ifdef FI_MR_DMABUF
+  export_dmabuf_ = options.export_dmabuf;
+  try_dmabuf_ = info_.hmem && export_dmabuf_ && fabric_api_version() >= FI_VERSION(1, 20);
+#endif
   if (info_.provider == "shm") {
     const std::string name = unique_shm_name();
     rc = fi_setname(&ep_.get()->fid, const_cast<char*>(name.c_str()), name.size() + 1);
@@ -138,6 +136,25 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   if (rc) return fabric_error("fi_getname", rc);
   address_.resize(len);
   return Status::ok();
+}
+
+// EFA is asked, before its endpoint is enabled, to make no CUDA calls of its own
+// (policy/gdr_policy.h): its answer is the only proof of GPUDirect RDMA that libfabric >= 1.18
+// gives. Other providers take device pointers by copying them with CUDA themselves (shm: its
+// answer to the same question is always no); that is what FI_HMEM means there.
+void FabricTransport::judge_hmem() {
+  if (info_.provider != "efa") {
+    info_.hmem_note = "device pointers go to " + info_.provider +
+                      ", which copies them with CUDA itself: not GPUDirect RDMA";
+    return;
+  }
+  const bool permitted = false;
+  const HmemOptOut v = judge_cuda_api_opt_out(fi_setopt(
+      &ep_.get()->fid, FI_OPT_ENDPOINT, kOptCudaApiPermitted, &permitted, sizeof(permitted)));
+  info_.hmem = v.keep_hmem;
+  info_.gpudirect = v.keep_hmem;
+  info_.hmem_note = v.note;
+  if (!v.note.empty()) EFACOLL_INFO(kNet, "%s: %s", info_.provider.c_str(), v.note.c_str());
 }
 
 Status FabricTransport::insert_peers(const std::vector<std::vector<uint8_t>>& addresses,
@@ -180,14 +197,17 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
   attr.iface = gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
   if (gpu) attr.device.cuda = device;
   fid_mr* mr = nullptr;
-  int rc;
-  {
-    ProviderClock::Scope timed(clock_, "fi_mr_regattr");
-    rc = fi_mr_regattr(domain_.get(), &attr, 0, &mr);
+  const bool by_dmabuf = gpu && try_dmabuf_ && register_dmabuf(ptr, bytes, attr, &mr);
+  if (!by_dmabuf) {
+    int rc;
+    {
+      ProviderClock::Scope timed(clock_, "fi_mr_regattr");
+      rc = fi_mr_regattr(domain_.get(), &attr, 0, &mr);
+    }
+    if (rc) return fabric_error(gpu ? "fi_mr_regattr(FI_HMEM_CUDA)" : "fi_mr_regattr", rc);
   }
-  if (rc) return fabric_error(gpu ? "fi_mr_regattr(FI_HMEM_CUDA)" : "fi_mr_regattr", rc);
   if (mr_mode_ & FI_MR_ENDPOINT) {
-    rc = fi_mr_bind(mr, &ep_.get()->fid, 0);
+    int rc = fi_mr_bind(mr, &ep_.get()->fid, 0);
     if (rc == 0) rc = fi_mr_enable(mr);
     if (rc) {
       fi_close(&mr->fid);
@@ -198,7 +218,44 @@ Status FabricTransport::register_memory(void* ptr, size_t bytes, MemKind kind, i
   out->desc = fi_mr_desc(mr);
   out->base = reinterpret_cast<uintptr_t>(ptr);
   out->bytes = bytes;
+  out->on_gpu = gpu;
+  out->by_dmabuf = by_dmabuf;
   return Status::ok();
+}
+
+// As aws-ofi-nccl does where the driver exports dma-bufs: the registration then needs no
+// peer-memory kernel module. A provider or driver that refuses it once is not asked again.
+bool FabricTransport::register_dmabuf(void* ptr, size_t bytes, fi_mr_attr attr, fid_mr** mr) {
+#ifdef FI_MR_DMABUF
+  DmabufRange range;
+  Status exported = export_dmabuf_(ptr, bytes, &range);
+  int rc = 0;
+  if (exported.is_ok()) {
+    fi_mr_dmabuf dmabuf = {};
+    dmabuf.fd = range.fd;
+    dmabuf.offset = range.offset;
+    dmabuf.len = range.bytes;
+    dmabuf.base_addr = range.base;
+    attr.dmabuf = &dmabuf;
+    {
+      ProviderClock::Scope timed(clock_, "fi_mr_regattr(FI_MR_DMABUF)");
+      rc = fi_mr_regattr(domain_.get(), &attr, FI_MR_DMABUF, mr);
+    }
+    close(range.fd);  // the registration holds its own reference to the dma-buf
+    if (rc == 0) return true;
+  }
+  if (try_dmabuf_.exchange(false)) {
+    EFACOLL_INFO(kNet, "%s: GPU memory registers by address, not dma-buf: %s",
+                 info_.provider.c_str(),
+                 exported.is_ok() ? fabric_error("fi_mr_regattr(FI_MR_DMABUF)", rc).message().c_str()
+                                  : exported.message().c_str());
+  }
+  *mr = nullptr;
+  return false;
+#else
+  (void)ptr, (void)bytes, (void)attr, (void)mr;
+  return false;
+#endif
 }
 
 void FabricTransport::deregister_memory(MemRegion* region) {
@@ -266,7 +323,7 @@ Status FabricTransport::send(PeerAddr peer, const void* buf, size_t bytes, uint6
   Request* r = get_request(completion, bytes, ReqKind::kSend);
   completion->tag = r->tag = tag;
   ssize_t rc;
-  if (bytes <= info_.inject_size) {
+  if (may_inject(bytes, info_.inject_size, region)) {
     // Inject: the buffer is reusable on return and no completion is generated.
     rc = post_tinject(buf, bytes, peer, tag, completion->call_seq);
     if (rc == 0) {

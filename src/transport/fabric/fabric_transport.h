@@ -1,7 +1,9 @@
 // The libfabric RDM transport: one endpoint per process, used by every communicator.
 #pragma once
+#include <functional>
 #include <memory>
 
+#include "common/dmabuf_range.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/transport.h"
 
@@ -16,6 +18,9 @@ enum class Protocol {
 struct FabricOptions {
   Protocol protocol = Protocol::kAuto;
   size_t rdma_threshold = 65536;  // smaller messages stay two-sided (eager)
+  // Exports GPU memory as a dma-buf (gpu/dmabuf.h). Where set, and libfabric has FI_MR_DMABUF
+  // (API 1.20 on), GPU memory registers through it first, by address where that fails.
+  std::function<Status(const void* ptr, size_t bytes, DmabufRange* out)> export_dmabuf;
 };
 
 // Opens fabric, domain, CQ, AV and endpoint for `info` (as returned by find_provider).

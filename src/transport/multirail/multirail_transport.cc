@@ -16,6 +16,7 @@ MultiRailTransport::MultiRailTransport(std::vector<std::unique_ptr<Transport>> r
                                                                    // one may take them all
     if (info_.hmem && !ri.hmem) info_.hmem_note = ri.hmem_note;    // why this rail lost it
     info_.hmem = info_.hmem && ri.hmem;
+    info_.gpudirect = info_.gpudirect && ri.gpudirect;
     info_.needs_local_mr = info_.needs_local_mr || ri.needs_local_mr;
     info_.needs_posting_order = info_.needs_posting_order || ri.needs_posting_order;
     info_.rdma = info_.rdma && ri.rdma;
@@ -95,6 +96,8 @@ Status MultiRailTransport::register_memory(void* ptr, size_t bytes, MemKind kind
   out->base = reinterpret_cast<uintptr_t>(ptr);
   out->bytes = bytes;
   out->desc = (*regions)[0].desc;
+  out->on_gpu = (*regions)[0].on_gpu;
+  out->by_dmabuf = (*regions)[0].by_dmabuf;
   out->handle = regions.release();
   return Status::ok();
 }
