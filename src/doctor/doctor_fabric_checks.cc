@@ -145,8 +145,8 @@ Check gpudirect_check(const Observation& obs) {
   if (requested != "efa") {
     return {"gpudirect", Verdict::kInfo,
             "provider " + requested +
-                ": not EFA, no GPUDirect RDMA; GPU data goes to it directly only where it has "
-                "FI_HMEM and a trial registration at MPI_Init succeeds (EFACOLL_HMEM)",
+                ": GPU data is staged through host memory unless it has FI_HMEM and a trial "
+                "registration at MPI_Init succeeds (EFACOLL_HMEM); not EFA, so no GPUDirect RDMA",
             ""};
   }
   if (!efa.found) {
