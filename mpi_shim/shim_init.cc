@@ -83,7 +83,7 @@ Status fabric_options(const Params& p, GpuRuntime* gpu, FabricOptions* options) 
   options->rdma_threshold =
       static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
   std::string why_not;
-  if (gpu && dmabuf_usable(std::max(0, current_cuda_device()), &why_not)) {
+  if (gpu && dmabuf_usable(current_cuda_device(), &why_not)) {
     options->export_dmabuf = export_dmabuf;
   } else if (gpu) {
     EFACOLL_INFO(kNet, "GPU memory registers by address: %s", why_not.c_str());
@@ -260,7 +260,7 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
 std::string fabric_gpu_path(const TransportInfo& ti, const FabricFound& found) {
   if (!ti.hmem) return "staged through pinned host memory";
   const std::string registered = " (GPU memory registered by " + found.gpu_registration + ")";
-  if (ti.gpudirect || ti.provider == "efa") return "direct, GPUDirect RDMA" + registered;
+  if (ti.gpudirect) return "direct, GPUDirect RDMA" + registered;
   return "direct, device pointers to the provider" + registered;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "efacoll/algo.h"
@@ -240,7 +241,7 @@ class Engine {
   std::unique_ptr<StagePool> stages_;
   std::unique_ptr<MrCache> mr_cache_;      // null: the provider wants no registrations
   // CUDA buffer ids of GPU allocations the provider refused to register: staged (comm_execute).
-  std::unordered_map<uint64_t, bool> unregistrable_gpu_buffers_;
+  std::unordered_set<uint64_t> unregistrable_gpu_buffers_;
   std::unique_ptr<LateSends> late_sends_;  // notices failed calls could not post in time
   // Memory a failed call's receives named, which their senders may still write
   // (comm_late_writes.cc): freed once every such write has come, or the transport is closed.

@@ -1,9 +1,8 @@
 // Running one built schedule: local work on the host or the GPU's streams, GPU data staged
 // through pinned host slots where the provider has no FI_HMEM, registrations where asked.
 #include <algorithm>
-#include <unordered_map>
+#include <unordered_set>
 #include <utility>
-#include <vector>
 
 #include "common/log.h"
 #include "core/call_signature.h"
@@ -56,38 +55,34 @@ constexpr size_t kUnregistrableKept = 1024;  // allocation ids remembered; then 
 // Whether the provider takes this call's GPU buffers themselves, else they are staged through
 // pinned host memory: only with FI_HMEM, never managed memory (GPUDirect RDMA cannot reach it),
 // and not an allocation the provider refused to register (VMM memory on some libfabric
-// versions), remembered by its CUDA buffer id. The trial registration stays in the cache for the
-// call itself. Staging is each rank's own choice: the messages on the wire are the same.
+// versions), remembered by its CUDA buffer id. Where it does, the buffers' registrations are
+// the call's from here on (`held`, bufs->recv_mr and send_mr); where it does not, `held` holds
+// nothing. Staging is each rank's own choice: the messages on the wire are the same.
 bool provider_takes_gpu_buffers(const TransportInfo& ti, const CollArgs& args, MrCache* mrs,
-                                std::unordered_map<uint64_t, bool>* refused, size_t send_bytes,
-                                size_t recv_bytes) {
+                                std::unordered_set<uint64_t>* refused, size_t send_bytes,
+                                size_t recv_bytes, MrCache::Call* held, ExecBuffers* bufs) {
   if (!ti.hmem || mrs == nullptr) return false;
   if (args.recv_mem == MemKind::kManaged || (!args.inplace && args.send_mem == MemKind::kManaged))
     return false;
-  struct Buffer {
-    const void* ptr;
-    size_t bytes;
-    uint64_t id;
-  };
-  std::vector<Buffer> buffers = {{args.recvbuf, recv_bytes, args.recv_buffer_id}};
-  if (!args.inplace) buffers.push_back({args.sendbuf, send_bytes, args.send_buffer_id});
-  for (const Buffer& b : buffers) {
-    if (b.id != 0 && refused->count(b.id)) return false;
-    MrCache::Call trial;
-    const MemRegion* region = nullptr;
-    Status st = mrs->acquire(&trial, b.ptr, b.bytes, b.id, MemKind::kDevice, args.device, &region);
-    mrs->end_call(&trial);
-    if (st.is_ok()) continue;
-    EFACOLL_INFO(kNet, "GPU buffer %p (allocation %llu) cannot be registered with %s: %s; its "
-                 "calls are staged through host memory", b.ptr,
-                 static_cast<unsigned long long>(b.id), ti.provider.c_str(), st.message().c_str());
-    if (b.id != 0) {
-      if (refused->size() >= kUnregistrableKept) refused->clear();
-      (*refused)[b.id] = true;
+  // Registers one buffer into the call; false, holding nothing, where it cannot be.
+  auto take = [&](const void* ptr, size_t bytes, uint64_t id, const MemRegion** region) {
+    if (id == 0 || refused->count(id) == 0) {
+      const Status st = mrs->acquire(held, ptr, bytes, id, MemKind::kDevice, args.device, region);
+      if (st.is_ok()) return true;
+      EFACOLL_INFO(kNet, "GPU buffer %p (allocation %llu) cannot be registered with %s: %s; its "
+                   "calls are staged through host memory", ptr,
+                   static_cast<unsigned long long>(id), ti.provider.c_str(), st.message().c_str());
+      if (id != 0) {
+        if (refused->size() >= kUnregistrableKept) refused->clear();
+        refused->insert(id);
+      }
     }
+    mrs->end_call(held);
+    bufs->recv_mr = bufs->send_mr = nullptr;
     return false;
-  }
-  return true;
+  };
+  return take(args.recvbuf, recv_bytes, args.recv_buffer_id, &bufs->recv_mr) &&
+         (args.inplace || take(args.sendbuf, send_bytes, args.send_buffer_id, &bufs->send_mr));
 }
 
 }  // namespace
@@ -109,10 +104,11 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   bufs.recv = args.recvbuf;
   bufs.scratch = gpu ? gpu_scratch_->ptr : scratch_.data();
   bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = gpu;
+  MrCache* mrs = engine_->mr_cache_.get();
+  MrCache::Call held;
   const bool staged =
-      gpu && !provider_takes_gpu_buffers(t->info(), args, engine_->mr_cache_.get(),
-                                         &engine_->unregistrable_gpu_buffers_, send_bytes,
-                                         recv_bytes);
+      gpu && !provider_takes_gpu_buffers(t->info(), args, mrs, &engine_->unregistrable_gpu_buffers_,
+                                         send_bytes, recv_bytes, &held, &bufs);
   if (staged) {
     StagePlan plan;
     plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
@@ -122,9 +118,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
     bufs.stage = held_gpu.stage()->ptr;
   }
 
-  // Register what the network touches: the stage when staged, otherwise the buffers themselves.
-  MrCache* mrs = engine_->mr_cache_.get();
-  MrCache::Call held;
+  // Register what the network touches: the stage when staged, otherwise the buffers themselves
+  // (GPU buffers the provider takes are held already: provider_takes_gpu_buffers).
   if (mrs) {
     const MemKind kind = gpu ? MemKind::kDevice : MemKind::kHost;
     Status st;
@@ -133,18 +128,15 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
       st = mrs->acquire(&held, bufs.stage, stage->bytes, stage->id, MemKind::kPinnedHost, -1,
                         &bufs.stage_mr);
     } else {
-      // Our scratch is one allocation; GPU user buffers carry CUDA buffer ids. User host memory
-      // cannot be identified across calls (identity 0): registered for this call only.
+      // Our scratch is one allocation. User host memory cannot be identified across calls
+      // (identity 0): registered for this call only.
       const size_t scratch_size = gpu ? gpu_scratch_->bytes : scratch_.size();
       st = mrs->acquire(&held, bufs.scratch, scratch_size, scratch_id_, kind, device,
                         &bufs.scratch_mr);
-      if (st.is_ok())
-        st = mrs->acquire(&held, bufs.recv, recv_bytes, gpu ? args.recv_buffer_id : 0, kind, device,
-                          &bufs.recv_mr);
-      if (st.is_ok() && !args.inplace) {
-        st = mrs->acquire(&held, bufs.send, send_bytes, gpu ? args.send_buffer_id : 0, kind, device,
-                          &bufs.send_mr);
-      }
+      if (st.is_ok() && !gpu)
+        st = mrs->acquire(&held, bufs.recv, recv_bytes, 0, kind, device, &bufs.recv_mr);
+      if (st.is_ok() && !gpu && !args.inplace)
+        st = mrs->acquire(&held, bufs.send, send_bytes, 0, kind, device, &bufs.send_mr);
       if (args.inplace) bufs.send_mr = bufs.recv_mr;
     }
     if (!st.is_ok()) {
@@ -198,7 +190,9 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   Status done = local->finish();
   if (result.is_ok()) result = done;
   // A failed call's receives may still be posted, or written late: its registrations stay open.
-  if (mrs) mrs->end_call(&held, late_write_targets != 0 || (!result.is_ok() && t->holds_operations()));
+  const bool still_in_use =
+      late_write_targets != 0 || (!result.is_ok() && t->holds_operations());
+  if (mrs) mrs->end_call(&held, still_in_use);
   if (late_write_targets != 0) {
     const bool stage_named = (late_write_targets >> static_cast<unsigned>(BufId::kStage)) & 1u;
     retire_late_write_targets(late_write_targets, args, ctx.what,

@@ -87,12 +87,9 @@ const char* mem_kind_name(MemKind k) {
 
 bool current_gpu_bus_id(std::string* bus_id) {
   const Driver& d = driver();
-  void* ctx = nullptr;
-  int dev = -1;
+  const int dev = current_cuda_device();
   char buf[32] = {};
-  if (!d.ok || !d.ctx_get_current || !d.ctx_get_device || !d.device_bus_id) return false;
-  if (d.ctx_get_current(&ctx) != 0 || ctx == nullptr || d.ctx_get_device(&dev) != 0) return false;
-  if (d.device_bus_id(buf, sizeof(buf) - 1, dev) != 0) return false;
+  if (dev < 0 || !d.device_bus_id || d.device_bus_id(buf, sizeof(buf) - 1, dev) != 0) return false;
   *bus_id = buf;
   return true;
 }
@@ -157,28 +154,25 @@ Status driver_copy(void* dst, const void* src, size_t bytes, const void* device_
   int attr = kAttrContext;
   void* data[] = {&context};
   CUresult rc = d.get_attributes(1, &attr, data, reinterpret_cast<CUdeviceptr>(device_ptr));
-  if (rc == 0 && context == nullptr) {
-    // Memory of CUDA's virtual memory management (cuMemCreate + cuMemMap) belongs to no context:
-    // it is reachable from the caller's own, which must then be current.
-    void* current = nullptr;
-    if (d.ctx_get_current && d.ctx_get_current(&current) == 0 && current != nullptr) {
-      rc = d.memcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
-      if (rc != 0)
-        return Status(Code::kCuda, "cuMemcpy failed with CUDA error " + std::to_string(rc));
-      return Status::ok();
-    }
+  if (rc != 0) {
+    return Status(Code::kCuda,
+                  "cuPointerGetAttributes(CONTEXT) failed with CUDA error " + std::to_string(rc));
   }
-  if (rc != 0 || context == nullptr) {
-    return Status(Code::kCuda, "cuPointerGetAttributes(CONTEXT) failed with CUDA error " +
-                                   std::to_string(rc) +
-                                   (context == nullptr ? " (no context, none current)" : ""));
+  // Memory of CUDA's virtual memory management (cuMemCreate + cuMemMap) belongs to no context:
+  // it is reachable from the caller's own, which must then be current.
+  void* current = nullptr;
+  if (context == nullptr &&
+      !(d.ctx_get_current && d.ctx_get_current(&current) == 0 && current != nullptr)) {
+    return Status(Code::kCuda, "the memory belongs to no CUDA context, and none is current");
   }
-  rc = d.ctx_push(context);
-  if (rc != 0)
-    return Status(Code::kCuda, "cuCtxPushCurrent failed with CUDA error " + std::to_string(rc));
+  if (context != nullptr) {
+    rc = d.ctx_push(context);
+    if (rc != 0)
+      return Status(Code::kCuda, "cuCtxPushCurrent failed with CUDA error " + std::to_string(rc));
+  }
   rc = d.memcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
   void* popped = nullptr;
-  d.ctx_pop(&popped);
+  if (context != nullptr) d.ctx_pop(&popped);
   if (rc != 0) return Status(Code::kCuda, "cuMemcpy failed with CUDA error " + std::to_string(rc));
   return Status::ok();
 }
