@@ -49,6 +49,10 @@
 #              without it)
 #   fork-tcp   efacoll_fork_test --memory gpu: children forked after MPI_Init (exiting, exec,
 #              computing, writing registered memory) between random calls on GPU memory
+#   send-shm   the two-sided protocol on shm (EFACOLL_PROTOCOL=send), GPU data staged, CUDA IPC
+#              off, every section: mismatched calls meet bounce receives
+#   hmem-doctor-shm  efacoll-doctor with EFACOLL_PROVIDER=shm says a GPU buffer registered
+#              through shm's FI_HMEM endpoint
 #   hmem-*     FI_HMEM: the provider takes device pointers itself (EFACOLL_HMEM=on, CUDA IPC
 #              off; without the mismatched-calls section, which stops shm's two-sided
 #              FI_HMEM endpoint): hmem-shm (--large), hmem-chunk-shm,
@@ -104,6 +108,7 @@ FORTRANTEST="$BUILD/bin/efacoll_mpi_fortran_test"
 SOAKTEST="$BUILD/bin/efacoll_soak_test"
 THREADSTEST="$BUILD/bin/efacoll_threads_test"
 FORKTEST="$BUILD/bin/efacoll_fork_test"
+DOCTOR="$BUILD/bin/efacoll-doctor"
 CUPY_SCRIPT="$REPO/tests/gpu/cupy_allreduce.py"
 START=$SECONDS
 declare -a RESULT_STEP=() RESULT_STATUS=() RESULT_TIME=() RESULT_NOTE=() MPIRUN_CMD=()
@@ -294,6 +299,9 @@ mpi_step mpi-shm "$NP" shm -- --large
 mpi_step chunk-tcp "$NP" tcp EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step chunk-shm "$NP" shm EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step rdma-shm "$NP" shm EFACOLL_PROTOCOL=rdma EFACOLL_RDMA_THRESHOLD=16384 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 -- --large
+# The two-sided protocol on shm, staged, every section (bad input, mismatched calls): every
+# receive bounces; libfabric 2.6's shm stopped in fi_cq_read at the first call of another count.
+mpi_step send-shm "$NP" shm EFACOLL_PROTOCOL=send EFACOLL_HMEM=off EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step algos-tcp "$NP" tcp EFACOLL_ALGO=allreduce:tree,allgather:rd,reduce_scatter:rh EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_CHUNK_SIZE=65536 --
 mpi_step ll-wrap "$NP" shm EFACOLL_IPC_LL_SEQ_START=4294967290 --
 mpi_step ipc-rounds "$NP" shm EFACOLL_IPC_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 -- --large
@@ -312,6 +320,12 @@ mpi_step trials-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_TUNE_TRIALS=2 --
 # and a call of another count (the mismatched-calls section) stops shm for good.
 HMEM=(EFACOLL_HMEM=on EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0)
 mpi_step hmem-shm "$NP" shm "${HMEM[@]}" -- --large --no-mismatch
+# efacoll-doctor registers a GPU buffer through shm's FI_HMEM endpoint, as MPI_Init does.
+if selected hmem-doctor-shm; then
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  run_step hmem-doctor-shm plain bash -c 'EFACOLL_PROVIDER=shm "$1" 2>&1 | tee /dev/stderr |
+    grep -q "provider shm offers FI_HMEM and a GPU buffer registered through it"' doctor "$DOCTOR"
+fi
 mpi_step hmem-chunk-shm "$NP" shm "${HMEM[@]}" EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch
 mpi_step hmem-algos-shm "$NP" shm "${HMEM[@]}" EFACOLL_ALGO=allreduce:tree,allgather:rd,reduce_scatter:rh EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch
 mpi_step hmem-channels-shm "$NP" shm "${HMEM[@]}" EFACOLL_CHANNELS=3 EFACOLL_CHUNK_SIZE=65536 -- --no-mismatch

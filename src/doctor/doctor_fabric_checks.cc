@@ -137,16 +137,33 @@ std::string gdr_fix(const Observation& obs) {
   return fix;
 }
 
+// What the trial registration found, as a clause.
+std::string trial_clause(const GpuTrialFact& t) {
+  if (t.ok) return "a GPU buffer registered through it (by " + t.detail + ")";
+  if (t.tried) return "registering a GPU buffer through it failed (" + t.detail + ")";
+  return "no GPU buffer could be registered to confirm it (" + t.detail + ")";
+}
+
 Check gpudirect_check(const Observation& obs) {
   const Topology& topo = obs.node.topo;
   const ProviderProbe& efa = obs.fabric.efa;
   const std::string requested = requested_provider(obs.env);
   if (topo.gpus.empty()) return {"gpudirect", Verdict::kInfo, "no GPU: not applicable", ""};
   if (requested != "efa") {
+    const ProviderProbe& other = obs.fabric.requested;
+    if (other.hmem && other.gpu_trial.ok) {
+      return {"gpudirect", Verdict::kInfo,
+              "provider " + requested + " offers FI_HMEM and " + trial_clause(other.gpu_trial) +
+                  ": device pointers go to it (EFACOLL_HMEM); not EFA, so no GPUDirect RDMA",
+              ""};
+    }
+    const std::string trial =
+        other.hmem ? " (it offers FI_HMEM, but " + trial_clause(other.gpu_trial) + ")" : "";
     return {"gpudirect", Verdict::kInfo,
             "provider " + requested +
                 ": GPU data is staged through host memory unless it has FI_HMEM and a trial "
-                "registration at MPI_Init succeeds (EFACOLL_HMEM); not EFA, so no GPUDirect RDMA",
+                "registration at MPI_Init succeeds (EFACOLL_HMEM)" +
+                trial + "; not EFA, so no GPUDirect RDMA",
             ""};
   }
   if (!efa.found) {
@@ -154,19 +171,29 @@ Check gpudirect_check(const Observation& obs) {
             ""};
   }
   const std::string rma = efa.rma ? "FI_RMA" : "no FI_RMA (one-sided protocol off)";
-  if (efa.hmem) {
+  if (efa.hmem && efa.gpu_trial.ok) {
     return {"gpudirect", Verdict::kOk,
-            "efa has FI_HMEM (GPUDirect RDMA) and " + rma +
-                "; the first endpoint confirms it (EFACOLL_DEBUG=INFO at MPI_Init)",
+            "efa has FI_HMEM (GPUDirect RDMA): " + trial_clause(efa.gpu_trial) + "; and " + rma,
             ""};
   }
   const bool require = Params::from_env(obs.env).flag(Param::kRequireGdr);
+  if (efa.hmem && !efa.gpu_trial.tried) {
+    // Nothing proven either way (no GPU runtime in this process): MPI_Init will try.
+    return {"gpudirect", require ? Verdict::kFail : Verdict::kWarn,
+            "efa offers FI_HMEM, but " + trial_clause(efa.gpu_trial) +
+                "; MPI_Init tries again and stages GPU data if it fails" +
+                (require ? " (an error under EFACOLL_REQUIRE_GDR=1)" : ""),
+            "run efacoll-doctor where the application's CUDA driver is loadable"};
+  }
+  // FI_HMEM absent, or offered and refused: to efacoll both mean GPU data staged.
+  const std::string why = efa.hmem ? "efa offers FI_HMEM, but " + trial_clause(efa.gpu_trial)
+                                   : "efa has no FI_HMEM";
   GdrDecision d = decide_gdr("efa", false, true, topo.product, require);
-  if (!d.ok) return {"gpudirect", Verdict::kFail, d.error, gdr_fix(obs)};
-  if (!d.warning.empty()) return {"gpudirect", Verdict::kWarn, d.warning, gdr_fix(obs)};
+  if (!d.ok) return {"gpudirect", Verdict::kFail, why + ": " + d.error, gdr_fix(obs)};
+  if (!d.warning.empty()) return {"gpudirect", Verdict::kWarn, why + ": " + d.warning, gdr_fix(obs)};
   const std::string product = topo.product.empty() ? "this instance type (unknown)" : topo.product;
   return {"gpudirect", Verdict::kInfo,
-          "efa has no FI_HMEM and " + rma + ": GPU data is staged through host memory; " + product +
+          why + " and " + rma + ": GPU data is staged through host memory; " + product +
               " is not one that has GPUDirect RDMA",
           ""};
 }

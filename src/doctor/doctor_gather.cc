@@ -12,15 +12,45 @@
 #include <algorithm>
 
 #include "doctor/doctor_checks.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/memory_kind.h"
 #include "policy/efa_presence.h"
+#include "policy/gdr_trial.h"
 #include "topo/pci_tree.h"
 #include "transport/fabric/fabric_info.h"
+#include "transport/fabric/fabric_transport.h"
 
 namespace efacoll {
 namespace doctor {
 namespace {
 
-ProviderProbe probe(const std::string& name, bool hmem) {
+// Registers a GPU buffer through an endpoint of `name` opened with FI_HMEM, on the GPU a rank of
+// this local rank would try at MPI_Init.
+GpuTrialFact try_gpu(const std::string& name, int local_rank) {
+  GpuTrialFact fact;
+  std::string why_not;
+  std::unique_ptr<GpuRuntime> gpu = make_gpu_runtime(&why_not);
+  if (!gpu) {
+    fact.detail = "no usable GPU runtime: " + why_not;
+    return fact;
+  }
+  FiInfoPtr info;
+  std::unique_ptr<Transport> transport;
+  Status st = find_provider(name, &info, true);
+  if (st.is_ok()) st = open_fabric_transport(info.get(), FabricOptions(), &transport);
+  if (!st.is_ok()) {
+    fact.detail = "no FI_HMEM endpoint opened: " + st.message();
+    return fact;
+  }
+  const int device = trial_device(-1, std::max(local_rank, 0), cuda_device_count());
+  GpuRegistrationTrial trial = try_gpu_registration(transport.get(), gpu.get(), device);
+  fact.tried = true;
+  fact.ok = trial.ok;
+  fact.detail = trial.ok ? trial.how : "device " + std::to_string(device) + ": " + trial.error;
+  return fact;
+}
+
+ProviderProbe probe(const std::string& name, bool hmem, int local_rank) {
   ProviderProbe p;
   p.name = name;
   FiInfoPtr info;
@@ -30,6 +60,7 @@ ProviderProbe probe(const std::string& name, bool hmem) {
   p.rma = (info->caps & FI_RMA) != 0;
   p.hmem = (info->caps & FI_HMEM) != 0;
   p.domains = offered_domains(name);
+  if (p.hmem) p.gpu_trial = try_gpu(name, local_rank);
   return p;
 }
 
@@ -74,14 +105,14 @@ NodeFacts observe_node(const std::string& sysfs_root, const std::string& dev_roo
   return n;
 }
 
-FabricFacts observe_fabric(const std::string& requested) {
+FabricFacts observe_fabric(const std::string& requested, int local_rank) {
   FabricFacts f;
   f.version = fabric_library_version();
   f.path = loaded_libfabric();
   f.aws_path = aws_libfabric();
   f.offered = offered_providers();
-  f.efa = probe("efa", true);
-  if (requested != "efa") f.requested = probe(requested, false);
+  f.efa = probe("efa", true, local_rank);
+  if (requested != "efa") f.requested = probe(requested, true, local_rank);
   return f;
 }
 
@@ -93,7 +124,7 @@ Observation observe(const std::string& sysfs_root, const std::string& dev_root, 
   if (uname(&u) == 0) obs.kernel = u.release;
   obs.env = env;
   obs.node = observe_node(sysfs_root, dev_root);
-  obs.fabric = observe_fabric(requested_provider(env));
+  obs.fabric = observe_fabric(requested_provider(env), launcher_local_rank(env));
   rlimit lim;
   if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
     obs.memlock = lim.rlim_cur;

@@ -11,8 +11,10 @@ namespace doctor {
 
 // Files only: fixture trees in tests, a container's view with --sysfs / --dev.
 NodeFacts observe_node(const std::string& sysfs_root, const std::string& dev_root);
-// fi_getinfo, fi_version, dladdr: efa always (with FI_HMEM), and `requested` when it is not efa.
-FabricFacts observe_fabric(const std::string& requested);
+// fi_getinfo, fi_version, dladdr: efa always, and `requested` when it is not efa, each asked for
+// FI_HMEM; where a provider offers it, a GPU buffer is registered through it as MPI_Init would
+// on local rank `local_rank` (-1: none known, as 0).
+FabricFacts observe_fabric(const std::string& requested, int local_rank);
 // All of the above, with host name, kernel release and RLIMIT_MEMLOCK.
 Observation observe(const std::string& sysfs_root, const std::string& dev_root, const EnvMap& env);
 

@@ -11,14 +11,24 @@
 namespace efacoll {
 namespace doctor {
 
+// A GPU buffer registered through an endpoint of the provider (policy/gdr_trial.h), as MPI_Init
+// does before it trusts FI_HMEM: fi_getinfo's FI_HMEM alone proves nothing.
+struct GpuTrialFact {
+  bool tried = false;
+  bool ok = false;
+  std::string detail;  // ok: how it registered ("dma-buf", "address"); else what failed, or
+                       // why it was not tried
+};
+
 // What fi_getinfo says of one provider.
 struct ProviderProbe {
   std::string name;       // as asked: "efa", "tcp"
   bool found = false;     // fi_getinfo returned an RDM tagged endpoint for it
   std::string prov_name;  // as libfabric names it: "tcp;ofi_rxm"
   bool rma = false;       // FI_RMA: efacoll's one-sided protocol is possible
-  bool hmem = false;      // FI_HMEM: device memory accepted (GPUDirect RDMA on EFA)
+  bool hmem = false;      // FI_HMEM offered: device memory claimed (GPUDirect RDMA on EFA)
   std::vector<std::string> domains;
+  GpuTrialFact gpu_trial;  // where hmem: whether GPU memory really registers
 };
 
 struct FabricFacts {

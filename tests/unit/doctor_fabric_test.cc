@@ -30,7 +30,7 @@ TEST(DoctorFabric, BareMachineFailsOnNoEfaAndSaysNoGpu) {
 TEST(DoctorFabric, AnotherProviderOnPurposeWarnsInsteadOfFailing) {
   DoctorMachine m(Layout::kBare);
   m.obs.env["EFACOLL_PROVIDER"] = "tcp";
-  m.obs.fabric.requested = {"tcp", true, "tcp;ofi_rxm", true, false, {"eth0", "lo"}};
+  m.obs.fabric.requested = {"tcp", true, "tcp;ofi_rxm", true, false, {"eth0", "lo"}, {}};
   const doctor::Checks checks = m.run();
   EXPECT_TRUE(has_verdict(checks, "efa", Verdict::kWarn, "NOT EFA"));
   EXPECT_TRUE(has_verdict(checks, "efa", Verdict::kWarn, "; no EFA device here"));
@@ -40,7 +40,7 @@ TEST(DoctorFabric, AnotherProviderOnPurposeWarnsInsteadOfFailing) {
 TEST(DoctorFabric, AnotherProviderBesideEfaSaysHowToGetEfaBack) {
   DoctorMachine m(Layout::kP4d);
   m.obs.env["EFACOLL_PROVIDER"] = "tcp";
-  m.obs.fabric.requested = {"tcp", true, "tcp;ofi_rxm", true, false, {"eth0", "lo"}};
+  m.obs.fabric.requested = {"tcp", true, "tcp;ofi_rxm", true, false, {"eth0", "lo"}, {}};
   const doctor::Checks checks = m.run();
   EXPECT_TRUE(has_verdict(checks, "efa", Verdict::kWarn, "this host has 4 EFA devices",
                           "unset EFACOLL_PROVIDER"));
@@ -61,8 +61,49 @@ TEST(DoctorFabric, P5WithAwsLibfabricIsAllGood) {
   EXPECT_TRUE(has_verdict(checks, "efa", Verdict::kOk, "32 EFA devices (rdmap"));
   EXPECT_TRUE(has_verdict(checks, "efa", Verdict::kOk, "; efa provider: 32 domains"));
   EXPECT_TRUE(has_verdict(checks, "libfabric", Verdict::kOk, "/opt/amazon/efa/lib/libfabric"));
-  EXPECT_TRUE(has_verdict(checks, "gpudirect", Verdict::kOk, "efa has FI_HMEM"));
+  EXPECT_TRUE(has_verdict(checks, "gpudirect", Verdict::kOk,
+                          "efa has FI_HMEM (GPUDirect RDMA): a GPU buffer registered through it "
+                          "(by dma-buf)"));
   EXPECT_EQ(doctor::exit_status(checks), 0) << describe(checks);
+}
+
+// From API 1.18 efa offers FI_HMEM wherever CUDA loads: only a registration proves it.
+TEST(DoctorFabric, HmemOfferedButGpuRegistrationFailingIsNoGpuDirect) {
+  DoctorMachine m(Layout::kP5);
+  m.obs.fabric.efa.gpu_trial = {true, false, "device 0: fi_mr_regattr: Bad address"};
+  const doctor::Check gdr = find_check(m.run(), "gpudirect");
+  EXPECT_TRUE(is_check(gdr, Verdict::kWarn,
+                       "efa offers FI_HMEM, but registering a GPU buffer through it failed "
+                       "(device 0: fi_mr_regattr: Bad address)"));
+  EXPECT_NE(gdr.finding.find("p5.48xlarge supports GPUDirect RDMA"), std::string::npos)
+      << gdr.finding;
+  EXPECT_NE(gdr.fix.find("nvidia-peermem"), std::string::npos) << gdr.fix;
+  m.obs.env["EFACOLL_REQUIRE_GDR"] = "1";
+  EXPECT_TRUE(has_verdict(m.run(), "gpudirect", Verdict::kFail, "EFACOLL_REQUIRE_GDR=1"));
+}
+
+TEST(DoctorFabric, HmemOfferedButNotTriedIsAWarningNotAnOk) {
+  DoctorMachine m(Layout::kP5);
+  m.obs.fabric.efa.gpu_trial = {false, false, "no usable GPU runtime: libcuda.so.1 not found"};
+  EXPECT_TRUE(has_verdict(m.run(), "gpudirect", Verdict::kWarn,
+                          "efa offers FI_HMEM, but no GPU buffer could be registered to confirm "
+                          "it (no usable GPU runtime: libcuda.so.1 not found)"));
+  m.obs.env["EFACOLL_REQUIRE_GDR"] = "1";
+  EXPECT_TRUE(has_verdict(m.run(), "gpudirect", Verdict::kFail, "EFACOLL_REQUIRE_GDR=1"));
+}
+
+TEST(DoctorFabric, AnotherProviderWhoseGpuRegistrationWorksTakesDevicePointers) {
+  DoctorMachine m(Layout::kP4d);
+  m.obs.env["EFACOLL_PROVIDER"] = "shm";
+  m.obs.fabric.requested = {"shm", true, "shm", true, true, {"shm"}, {true, true, "dma-buf"}};
+  EXPECT_TRUE(has_verdict(m.run(), "gpudirect", Verdict::kInfo,
+                          "provider shm offers FI_HMEM and a GPU buffer registered through it "
+                          "(by dma-buf): device pointers go to it"));
+  m.obs.fabric.requested.gpu_trial = {true, false, "device 0: fi_mr_regattr: Invalid argument"};
+  EXPECT_TRUE(has_verdict(m.run(), "gpudirect", Verdict::kInfo,
+                          "provider shm: GPU data is staged through host memory unless it has "
+                          "FI_HMEM and a trial registration at MPI_Init succeeds (EFACOLL_HMEM) "
+                          "(it offers FI_HMEM, but registering a GPU buffer through it failed"));
 }
 
 TEST(DoctorFabric, EfaDevicesButDebianLibfabricFailsAndPointsAtAws) {

@@ -88,7 +88,9 @@ doctor::FabricFacts aws_libfabric(const std::vector<std::string>& efa_domains, b
   f.path = "/opt/amazon/efa/lib/libfabric.so.1";
   f.aws_path = f.path;
   f.offered = {"efa", "tcp;ofi_rxm", "shm"};
-  f.efa = {"efa", true, "efa", true, hmem, efa_domains};
+  f.efa = {"efa", true, "efa", true, hmem, efa_domains, {}};
+  // As efacoll-doctor finds it on such a machine: GPU memory registers through efa.
+  if (hmem) f.efa.gpu_trial = {true, true, "dma-buf"};
   return f;
 }
 

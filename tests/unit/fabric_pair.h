@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "in_process_peers.h"
 #include "thread_ranks.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
@@ -50,6 +51,10 @@ class FabricPair : public ::testing::TestWithParam<std::tuple<std::string, bool>
       ASSERT_TRUE(st.is_ok()) << st.to_string();
     }
     ASSERT_EQ(a_->info().rdma, rdma());
+    if (needs_in_process_introduction(provider())) {
+      Status st = introduce_in_process({a_.get(), b_.get()});
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+    }
     std::vector<PeerAddr> peers;
     ASSERT_TRUE(a_->insert_peers({b_->local_address()}, &peers).is_ok());
     b_at_a_ = peers[0];

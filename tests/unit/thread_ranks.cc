@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gpu/gpu_runtime.h"
+#include "in_process_peers.h"
 #include "reference.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
@@ -51,23 +52,30 @@ bool provider_available(const std::string& name) {
 std::vector<std::string> run_ranks(int n, const RankSetup& setup, const RankBody& body) {
   auto group = std::make_shared<ThreadGroup>(n);
   auto loopback = make_loopback_fabric();
+  // Every rank's transport is opened here, before the ranks start, so that in-process endpoints
+  // can be introduced in one thread (in_process_peers.h).
+  std::vector<std::unique_ptr<Transport>> transports(n);
+  std::vector<Transport*> opened;
+  for (int r = 0; r < n; ++r) {
+    if (setup.transport == "loopback") {
+      transports[r] = make_loopback_transport(loopback);
+      continue;
+    }
+    FiInfoPtr info;
+    Status st = find_provider(setup.transport, &info);
+    if (st.is_ok()) st = open_fabric_transport(info.get(), setup.fabric, &transports[r]);
+    if (!st.is_ok()) return {"rank " + std::to_string(r) + ": " + st.to_string()};
+    opened.push_back(transports[r].get());
+  }
+  if (needs_in_process_introduction(setup.transport)) {
+    Status st = introduce_in_process(opened);
+    if (!st.is_ok()) return {"introducing the ranks' endpoints: " + st.to_string()};
+  }
   std::vector<std::vector<std::string>> failures(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      std::unique_ptr<Transport> transport;
-      if (setup.transport == "loopback") {
-        transport = make_loopback_transport(loopback);
-      } else {
-        FiInfoPtr info;
-        Status st = find_provider(setup.transport, &info);
-        if (st.is_ok()) st = open_fabric_transport(info.get(), setup.fabric, &transport);
-        if (!st.is_ok()) {
-          failures[r].push_back("rank " + std::to_string(r) + ": " + st.to_string());
-          // Others block in the bootstrap: every rank fails the same way, so all return here.
-          return;
-        }
-      }
+      std::unique_ptr<Transport> transport = std::move(transports[r]);
       if (setup.wrap) transport = setup.wrap(r, std::move(transport));
       EngineConfig config = setup.config;
       if (setup.node_size > 0) config.node_name = "node " + std::to_string(r / setup.node_size);

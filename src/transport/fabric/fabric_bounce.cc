@@ -1,13 +1,18 @@
-// Bounce receives: shm (libfabric 1.17) reports a message longer than its receive, and then
-// never sends to that receiver again (its senders spin forever on a lock the error path kept; a
-// receive of 2000 bytes met by 4096 is enough:
-// FabricPair.AfterATruncationTheNextMessageStillArrives). Ranks in calls of other counts send
-// exactly such messages. With the one-sided protocol (EFACOLL_PROTOCOL=rdma), whose writes fit the
-// receiver's clear-to-send by construction, the messages left two-sided (below
-// EFACOLL_RDMA_THRESHOLD) land in a buffer as long as any of them can be, then are copied out, a
-// longer one reported as a truncation: no receive is ever shorter than its message. The default
-// there (EFACOLL_PROTOCOL=auto). (The stall once seen with it on shm was the executor's posting
-// order: core/executor.cc.)
+// Bounce receives: shm reports a message longer than its receive, and then never sends to that
+// receiver again (1.17: its senders spin forever on a lock the error path kept; 2.6: fi_cq_read
+// never returns, and efacoll's watchdog ends the process at EFACOLL_TIMEOUT. A receive of 2000
+// bytes met by 4096 is enough: FabricPair.AfterATruncationTheNextMessageStillArrives). Ranks in
+// calls of other counts send exactly such messages. So no two-sided receive on shm is ever
+// shorter than its message: it lands in a buffer as long as any message can be, then is copied
+// out, a longer one reported as a truncation.
+// - One-sided protocol (the default there): the writes fit the receiver's clear-to-send by
+//   construction; only the messages below EFACOLL_RDMA_THRESHOLD are two-sided.
+// - Two-sided protocol (EFACOLL_PROTOCOL=send, or an endpoint that cannot carry one-sided):
+//   every message is capped at kTwoSidedBounceBytes (TransportInfo::max_msg_size, which the
+//   engine's chunks respect), and so is every bounce buffer.
+// A receive into GPU memory (FI_HMEM) cannot be copied out here, and goes straight to the provider:
+// on shm's FI_HMEM endpoint a call of another count still stops shm (docs/architecture.md).
+// (The stall once seen with bounces on shm was the executor's posting order: core/executor.cc.)
 #include <rdma/fi_domain.h>
 #include <rdma/fi_tagged.h>
 
@@ -18,10 +23,19 @@
 
 namespace efacoll {
 
-// After choose_protocol: the providers a truncation stops use bounce buffers where the
-// one-sided protocol leaves messages two-sided.
+// After choose_protocol: the providers a truncation stops bounce every two-sided message.
 void FabricTransport::plan_bounce() {
-  if (truncation_stops_ && info_.rdma) bounce_bytes_ = info_.rdma_threshold - 1;
+  if (!truncation_stops_) return;
+  if (info_.rdma) {
+    bounce_bytes_ = info_.rdma_threshold - 1;
+  } else {
+    bounce_bytes_ = std::min(info_.max_msg_size, kTwoSidedBounceBytes);
+    info_.max_msg_size = bounce_bytes_;
+  }
+}
+
+bool FabricTransport::bounces(size_t bytes, const MemRegion* region) const {
+  return bounce_bytes_ > 0 && bytes <= bounce_bytes_ && !(region != nullptr && region->on_gpu);
 }
 
 Status FabricTransport::bounce_recv(void* buf, size_t bytes, uint64_t tag, Completion* c) {

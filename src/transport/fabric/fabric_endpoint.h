@@ -112,6 +112,10 @@ struct Request {
 // or another operation's. Such entries are dropped, not trusted.
 bool cq_entry_fits(const Request& r, uint64_t flags, uint64_t tag);
 
+// The longest two-sided message on a provider that a truncation stops, under the two-sided
+// protocol: the engine's default chunk, so its pipelines keep their shape (fabric_bounce.cc).
+constexpr size_t kTwoSidedBounceBytes = size_t(1) << 19;
+
 // A receive buffer as long as any two-sided message can be (fabric_bounce.cc).
 struct Bounce {
   std::unique_ptr<uint8_t[]> mem;
@@ -185,6 +189,8 @@ class FabricTransport : public Transport {
 
   // fabric_bounce.cc
   void plan_bounce();
+  // Whether a receive of `bytes` into `region` goes through a bounce buffer.
+  bool bounces(size_t bytes, const MemRegion* region) const;
   Status bounce_recv(void* buf, size_t bytes, uint64_t tag, Completion* completion);
   void finish_bounce(Request* r, size_t len);
   void release_bounce(Request* r);  // with mutex_ held

@@ -347,7 +347,7 @@ Status FabricTransport::recv(PeerAddr peer, void* buf, size_t bytes, uint64_t ta
   if (info_.rdma && bytes >= info_.rdma_threshold) {
     return rdma_recv(peer, buf, bytes, tag, region, completion);
   }
-  if (bounce_bytes_ > 0) return bounce_recv(buf, bytes, tag, completion);
+  if (bounces(bytes, region)) return bounce_recv(buf, bytes, tag, completion);
   Request* r = get_request(completion, bytes, ReqKind::kRecv);
   r->tag = tag;
   ssize_t rc = post_trecv(buf, bytes, region ? region->desc : nullptr, tag, completion->ignore,
