@@ -71,8 +71,9 @@ EFACOLL_EXPORT double efacoll_last_predicted_us(void) {
 EFACOLL_EXPORT int efacoll_last_chunking(size_t* chunk_bytes, int* channels) {
   State& s = state();
   if (!s.engine) return -1;
-  if (chunk_bytes) *chunk_bytes = s.engine->last_choice().chunk_bytes;
-  if (channels) *channels = s.engine->last_choice().channels;
+  const TunedChoice last = s.engine->last_choice();  // one snapshot: both from one call
+  if (chunk_bytes) *chunk_bytes = last.chunk_bytes;
+  if (channels) *channels = last.channels;
   return 0;
 }
 

@@ -145,7 +145,9 @@ struct Span {
   MPI_Aint offset = 0;  // the type's true lower bound
   size_t bytes = 0;
 };
-Span span_of(int count, MPI_Datatype type);
+// The bytes `count` items of `type` span; counts are size_t, since a call's whole extent (the sum
+// of a reduce_scatter's counts, an allgather's count times ranks) may pass INT_MAX.
+Span span_of(size_t count, MPI_Datatype type);
 
 struct StagedSpans {
   Span send;

@@ -118,8 +118,8 @@ int reduce_scatter(bool blocked, const void* sendbuf, void* recvbuf, const int* 
     total += counts.back();
   }
   StagedSpans spans;
-  spans.send = span_of(static_cast<int>(total), datatype);
-  spans.recv_out = span_of(static_cast<int>(counts[rank]), datatype);
+  spans.send = span_of(total, datatype);
+  spans.recv_out = span_of(counts[rank], datatype);
   spans.recv_in = b.inplace() ? spans.send : spans.recv_out;
   spans.recv_needs_input = b.inplace();
   DType dtype;
@@ -153,7 +153,7 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
     const ArgError bad = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (!bad.ok()) return refuse(CollKind::kAllreduce, "MPI_Allreduce", bad, comm, b, call);
     StagedSpans spans;
-    spans.send = spans.recv_in = spans.recv_out = span_of(count, datatype);
+    spans.send = spans.recv_in = spans.recv_out = span_of(static_cast<size_t>(count), datatype);
     spans.recv_needs_input = b.inplace();
     DType dtype;
     ROp rop;
@@ -192,8 +192,9 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
       PMPI_Comm_size(comm, &size);
     }
     StagedSpans spans;
-    if (!inplace) spans.send = span_of(sendcount, sendtype);
-    spans.recv_in = spans.recv_out = span_of(recvcount * size, recvtype);
+    if (!inplace) spans.send = span_of(static_cast<size_t>(sendcount), sendtype);
+    spans.recv_in = spans.recv_out =
+        span_of(static_cast<size_t>(recvcount) * static_cast<size_t>(size), recvtype);
     spans.recv_needs_input = inplace;
     size_t esize = 0;
     const char* why = route_obstacle(comm, b);

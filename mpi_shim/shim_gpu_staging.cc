@@ -29,14 +29,14 @@ CallBuffers locate(const void* sendbuf, void* recvbuf) {
   return b;
 }
 
-Span span_of(int count, MPI_Datatype type) {
+Span span_of(size_t count, MPI_Datatype type) {
   Span s;
-  if (count <= 0) return s;
+  if (count == 0) return s;
   MPI_Aint lb, extent, true_lb, true_extent;
   PMPI_Type_get_extent(type, &lb, &extent);
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   s.offset = true_lb;
-  s.bytes = static_cast<size_t>((count - 1) * extent + true_extent);
+  s.bytes = static_cast<size_t>(static_cast<MPI_Aint>(count - 1) * extent + true_extent);
   return s;
 }
 

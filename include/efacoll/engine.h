@@ -182,9 +182,10 @@ class Engine {
   // force the same before its next collective. kInvalid leaves the setting as it was.
   Status set_algo(const std::string& spec);
   // The algorithm of the last collective that ran a schedule, and the model's prediction for it.
-  const char* last_algorithm() const { return last_algorithm_; }
-  double last_predicted_us() const { return last_choice_.predicted_us; }
-  const TunedChoice& last_choice() const { return last_choice_; }
+  // Read by any thread (the C API under MPI_THREAD_MULTIPLE) while another's call records them.
+  const char* last_algorithm() const;
+  double last_predicted_us() const { return last_choice().predicted_us; }
+  TunedChoice last_choice() const;
   ResourceUsage resource_usage();
 
  private:
@@ -257,8 +258,12 @@ class Engine {
   // Held by a running collective (released while a host call waits, when config_.concurrent);
   // the idle progress thread only try_locks it.
   std::mutex busy_;
+  // What the last call chose (record_choice, record_algorithm), under last_mutex_.
+  void record_choice(const TunedChoice& choice);
+  void record_algorithm(const char* algorithm);
+  mutable std::mutex last_mutex_;
   TunedChoice last_choice_;
-  const char* last_algorithm_ = "none";
+  const char* last_algorithm_ = "none";  // a string literal: safe to hand out after unlocking
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> last_started_{0};  // the collective's kind, communicator and call
   bool stuck_reported_ = false;            // the watchdog's own

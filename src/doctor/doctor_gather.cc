@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "doctor/doctor_checks.h"
+#include "gpu/dmabuf.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
 #include "policy/efa_presence.h"
@@ -34,15 +35,19 @@ GpuTrialFact try_gpu(const std::string& name, int local_rank) {
     fact.detail = "no usable GPU runtime: " + why_not;
     return fact;
   }
+  const int device = trial_device(-1, std::max(local_rank, 0), cuda_device_count());
+  // As MPI_Init opens it: dma-buf first where the driver and kernel export GPU memory so.
+  FabricOptions options;
+  std::string no_dmabuf;
+  if (dmabuf_usable(device, &no_dmabuf)) options.export_dmabuf = export_dmabuf;
   FiInfoPtr info;
   std::unique_ptr<Transport> transport;
   Status st = find_provider(name, &info, true);
-  if (st.is_ok()) st = open_fabric_transport(info.get(), FabricOptions(), &transport);
+  if (st.is_ok()) st = open_fabric_transport(info.get(), options, &transport);
   if (!st.is_ok()) {
     fact.detail = "no FI_HMEM endpoint opened: " + st.message();
     return fact;
   }
-  const int device = trial_device(-1, std::max(local_rank, 0), cuda_device_count());
   GpuRegistrationTrial trial = try_gpu_registration(transport.get(), gpu.get(), device);
   fact.tried = true;
   fact.ok = trial.ok;

@@ -73,7 +73,7 @@ Status Comm::calibrate_algorithms() {
                   .count() /
               batch;
           if (rep >= 0) t[i].push_back(us);
-          predicted[i] = engine_->last_choice_.predicted_us;
+          predicted[i] = engine_->last_predicted_us();
         }
       }
       if (!st.is_ok()) break;

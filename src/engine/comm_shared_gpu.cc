@@ -91,10 +91,11 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
     return Status::ok();
   }
   *path = NodePath::kIpcDirect;
-  engine_->last_choice_ = TunedChoice();
-  engine_->last_choice_.algo = Algo::kIpc;
-  engine_->last_choice_.predicted_us = pick.ipc_us;
-  engine_->last_algorithm_ = ipc_direct_possible(args) ? "IPC direct" : "IPC rounds";
+  TunedChoice choice;
+  choice.algo = Algo::kIpc;
+  choice.predicted_us = pick.ipc_us;
+  engine_->record_choice(choice);
+  engine_->record_algorithm(ipc_direct_possible(args) ? "IPC direct" : "IPC rounds");
   return Status::ok();
 }
 

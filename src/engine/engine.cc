@@ -127,6 +127,26 @@ Engine::~Engine() {
 
 const TransportInfo& Engine::transport_info() const { return transport_->info(); }
 
+const char* Engine::last_algorithm() const {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  return last_algorithm_;
+}
+
+TunedChoice Engine::last_choice() const {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  return last_choice_;
+}
+
+void Engine::record_choice(const TunedChoice& choice) {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  last_choice_ = choice;
+}
+
+void Engine::record_algorithm(const char* algorithm) {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  last_algorithm_ = algorithm;
+}
+
 Status Engine::set_algo(const std::string& spec) {
   AlgoOverrides algo;
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(spec, &algo));

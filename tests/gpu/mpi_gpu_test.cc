@@ -7,7 +7,8 @@
 //
 //   efacoll_mpi_gpu_tests [--large] [--verbose] [--filter=TEXT|TEXT...] [--host-memory]
 //                         [--device-memory=cuda|managed|vmm] [--no-mismatch]
-// Prints "N passed, M failed" on rank 0 (exit 1 when M > 0), or "SKIP: no GPU (<reason>)".
+// Prints "N passed, M failed" on rank 0 (exit 1 when M > 0), or "SKIP: no GPU (<reason>)" (exit
+// 77).
 // --host-memory checks this program where there is no GPU: every buffer is host memory, so with
 // EFACOLL_HOST_BUFFERS=1 efacoll runs the same cases on the host.
 #include <cuda_runtime.h>
@@ -290,12 +291,18 @@ int run_all(bool with_large) {
         g_ctx.host_memory ? ", --host-memory: every buffer is host memory" : "");
     if (!g_ctx.get_counters) {
       std::printf(
-          "NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): "
-          "counter assertions skipped\n");
+          "NOTE: efacoll_get_counters not found (libefacoll.so not preloaded?): counter "
+          "assertions skipped, and the run fails unless EFACOLL_TEST_BASELINE=1\n");
     } else if (!prov) {
       std::printf("NOTE: efacoll is inactive (EFACOLL_ENABLE=0?): engine-call assertions fail\n");
     }
     std::fflush(stdout);
+  }
+  // Without efacoll the run proves nothing of it, unless it is a baseline of the MPI alone.
+  const char* baseline = std::getenv("EFACOLL_TEST_BASELINE");
+  if (!g_ctx.get_counters && !(baseline && std::atoi(baseline) != 0)) {
+    check(false, "setup",
+          "libefacoll.so is not loaded (EFACOLL_TEST_BASELINE=1 marks a run without efacoll)");
   }
   if (!provider && !aware && !g_ctx.host_memory) {
     check(false, "setup",
@@ -405,6 +412,8 @@ int main(int argc, char** argv) {
       check(false, "setup", err.empty() ? "another rank could not use its GPU" : err);
       rc = finish();
     }
+  } else {
+    rc = 77;  // skipped, as ctest counts it (SKIP_RETURN_CODE); the reason is printed
   }
   MPI_Finalize();
   return rc;

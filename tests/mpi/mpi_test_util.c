@@ -22,7 +22,8 @@ void tu_init(void) {
   g_test.engine_active = prov != NULL;
   if (g_test.world_rank == 0) {
     if (!g_test.get_counters || !g_test.provider) {
-      printf("efacoll's C API not found (library not preloaded?): counter checks skipped\n");
+      printf("efacoll's C API not found (library not preloaded?): counter checks skipped, and "
+             "the run fails unless EFACOLL_TEST_BASELINE=1\n");
     } else {
       printf("efacoll provider: %s\n", prov ? prov : "(none: efacoll inactive)");
     }
@@ -30,7 +31,46 @@ void tu_init(void) {
   }
 }
 
+static int baseline_run(void) {
+  const char* baseline = getenv("EFACOLL_TEST_BASELINE");
+  return baseline && atoi(baseline) != 0;
+}
+
+const char* tu_efacoll_absence(void) {
+  if (baseline_run()) return NULL;
+  const char* (*provider)(void) = NULL;
+  *(void**)&provider = dlsym(RTLD_DEFAULT, "efacoll_provider");
+  if (!provider || !dlsym(RTLD_DEFAULT, "efacoll_get_counters"))
+    return "efacoll's C API not found: libefacoll.so is not loaded";
+  if (!provider()) return "efacoll is loaded but inactive (efacoll_provider() is NULL)";
+  return NULL;
+}
+
+int tu_efacoll_ran(void) {
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (baseline_run()) return 1;
+  const char* why = tu_efacoll_absence();
+  unsigned long long mine = 0, all = 0;
+  if (!why) {
+    int (*get_counters)(efacoll_collective, efacoll_counters*) = NULL;
+    *(void**)&get_counters = dlsym(RTLD_DEFAULT, "efacoll_get_counters");
+    for (int k = 0; k < EFACOLL_NUM_COLLECTIVES; ++k) {
+      efacoll_counters c;
+      if (get_counters((efacoll_collective)k, &c) == 0) mine += c.engine_calls;
+    }
+  }
+  PMPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (!why && all == 0) why = "efacoll ran none of the calls";
+  if (why && rank == 0) {
+    printf("FAIL efacoll_ran: %s (EFACOLL_TEST_BASELINE=1 marks a run without efacoll)\n", why);
+    fflush(stdout);
+  }
+  return why == NULL;
+}
+
 int tu_finish(void) {
+  if (!tu_efacoll_ran()) g_test.failed++;
   long local[2] = {g_test.passed, g_test.failed}, total[2] = {0, 0};
   PMPI_Allreduce(local, total, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_test.world_rank == 0) {

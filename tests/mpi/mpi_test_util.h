@@ -40,6 +40,15 @@ extern test_ctx g_test;
 void tu_init(void);
 /* Sums the counts over MPI_COMM_WORLD, prints "N passed, M failed" on rank 0; the exit code. */
 int tu_finish(void);
+/* An MPI test proves something about efacoll only where efacoll ran. 1 when efacoll's C API is
+ * found, efacoll is active, and it ran at least one call itself (engine calls summed over every
+ * collective and rank); else 0, rank 0 printing "FAIL efacoll_ran: ..." with why. A run marked
+ * as a baseline without efacoll (EFACOLL_TEST_BASELINE=1) passes as 1. Collective over
+ * MPI_COMM_WORLD; needs no tu_init. */
+int tu_efacoll_ran(void);
+/* This rank's half of it, for programs that cannot make a collective call at the end: NULL when
+ * efacoll's C API is found and efacoll is active (or EFACOLL_TEST_BASELINE=1), else why not. */
+const char* tu_efacoll_absence(void);
 
 /* One check: counts it and, when !ok, prints "FAIL <case> rank R: <details>". Returns ok. */
 int tu_check(int ok, const char* case_name, const char* fmt, ...)

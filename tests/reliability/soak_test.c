@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpu_memory.h"
+#include "mpi_test_util.h"
 #include "random_call.h"
 #include "resources.h"
 
@@ -280,6 +281,7 @@ int main(int argc, char** argv) {
     if (slots[k].used) slot_change(&slots[k], 0, rank, size);
   }
   snapshot end = take_snapshot(&tally, o.gpu);
+  if (!tu_efacoll_ran()) failed = 1;
   if (rank == 0) {
     printf("communicators created and freed during the run: %ld\n", created);
     printf("after freeing them: efacoll holds %ld communicator(s) (+%ld sub), MR cache %ld entries",

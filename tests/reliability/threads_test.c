@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "gpu_memory.h"
+#include "mpi_test_util.h"
 #include "random_call.h"
 #include "resources.h"
 
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   long total[4];
   PMPI_Allreduce(mine, total, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (total[1] || total[2]) failed = 1;
+  if (!tu_efacoll_ran()) failed = 1;
   int any = 0;
   PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) {
