@@ -5,7 +5,6 @@
 #include <fstream>
 
 #include "common/log.h"
-#include "gpu/dmabuf.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
 #include "mpi_shim/shim.h"
@@ -83,11 +82,8 @@ Status fabric_options(const Params& p, GpuRuntime* gpu, FabricOptions* options) 
   options->rdma_threshold =
       static_cast<size_t>(std::max<int64_t>(1, p.integer(Param::kRdmaThreshold)));
   std::string why_not;
-  if (gpu && dmabuf_usable(current_cuda_device(), &why_not)) {
-    options->export_dmabuf = export_dmabuf;
-  } else if (gpu) {
+  if (gpu && !register_gpu_memory_by_dmabuf(current_cuda_device(), options, &why_not))
     EFACOLL_INFO(kNet, "GPU memory registers by address: %s", why_not.c_str());
-  }
   return Status::ok();
 }
 

@@ -258,9 +258,9 @@ class Engine {
   // Held by a running collective (released while a host call waits, when config_.concurrent);
   // the idle progress thread only try_locks it.
   std::mutex busy_;
-  // What the last call chose (record_choice, record_algorithm), under last_mutex_.
-  void record_choice(const TunedChoice& choice);
-  void record_algorithm(const char* algorithm);
+  // What the last call chose, both at once under last_mutex_: a reader never pairs one call's
+  // choice with another's algorithm. `algorithm`: a string literal.
+  void record_call(const TunedChoice& choice, const char* algorithm);
   mutable std::mutex last_mutex_;
   TunedChoice last_choice_;
   const char* last_algorithm_ = "none";  // a string literal: safe to hand out after unlocking
@@ -307,7 +307,8 @@ class Comm {
   Status run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
                       size_t recv_bytes, size_t chunk_bytes);
   bool hier_gpu_chosen(const CollArgs& a, const RingArgs& ring);
-  // The call's algorithm, chunk and channels (last_choice_), then its schedule.
+  // The call's algorithm, chunk and channels, then its schedule; recorded as the engine's last
+  // call (Engine::record_call) once built.
   Status plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule);
   // comm_choice.cc: forced, the rule, the tuner's pick, or a candidate on trial.
   TunedChoice choose_call(const AlgoInputs& in);

@@ -12,7 +12,6 @@
 #include <algorithm>
 
 #include "doctor/doctor_checks.h"
-#include "gpu/dmabuf.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
 #include "policy/efa_presence.h"
@@ -36,10 +35,9 @@ GpuTrialFact try_gpu(const std::string& name, int local_rank) {
     return fact;
   }
   const int device = trial_device(-1, std::max(local_rank, 0), cuda_device_count());
-  // As MPI_Init opens it: dma-buf first where the driver and kernel export GPU memory so.
-  FabricOptions options;
-  std::string no_dmabuf;
-  if (dmabuf_usable(device, &no_dmabuf)) options.export_dmabuf = export_dmabuf;
+  FabricOptions options;  // as MPI_Init opens it
+  std::string by_address;
+  register_gpu_memory_by_dmabuf(device, &options, &by_address);
   FiInfoPtr info;
   std::unique_ptr<Transport> transport;
   Status st = find_provider(name, &info, true);

@@ -175,15 +175,15 @@ Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
       timed_choice_ ? *timed_choice_
                     : choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
   choice.predicted_us += node_fabric_extra_us_;
-  engine_->record_choice(choice);
   EFACOLL_RETURN_IF_ERROR(trial_call_.status);
-  return build(kind, ring, hier_per_node_, choice, schedule);
+  EFACOLL_RETURN_IF_ERROR(build(kind, ring, hier_per_node_, choice, schedule));
+  engine_->record_call(choice, schedule->algorithm);
+  return Status::ok();
 }
 
 Status Comm::run_planned_schedule(const CollArgs& args, RingPlan& plan) {
   Schedule schedule;
   EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, &schedule));
-  engine_->record_algorithm(schedule.algorithm);
   return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
 }
 
@@ -324,10 +324,9 @@ Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forc
   TunedChoice c;
   c.algo = ll ? Algo::kLl : Algo::kIpc;
   c.predicted_us = ll ? ll_us : ipc_us;
-  engine_->record_choice(c);
-  engine_->record_algorithm(ll                          ? "low-latency (IPC)"
-                            : ipc_direct_possible(args) ? "IPC direct"
-                                                        : "IPC rounds");
+  engine_->record_call(c, ll                          ? "low-latency (IPC)"
+                         : ipc_direct_possible(args) ? "IPC direct"
+                                                     : "IPC rounds");
   EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
                 coll_name(args.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
                 ipc_us);
@@ -377,7 +376,6 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
   EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, ring, &schedule));
-  engine_->record_algorithm(schedule.algorithm);
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }

@@ -94,8 +94,7 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
   TunedChoice choice;
   choice.algo = Algo::kIpc;
   choice.predicted_us = pick.ipc_us;
-  engine_->record_choice(choice);
-  engine_->record_algorithm(ipc_direct_possible(args) ? "IPC direct" : "IPC rounds");
+  engine_->record_call(choice, ipc_direct_possible(args) ? "IPC direct" : "IPC rounds");
   return Status::ok();
 }
 

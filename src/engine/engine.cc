@@ -137,13 +137,9 @@ TunedChoice Engine::last_choice() const {
   return last_choice_;
 }
 
-void Engine::record_choice(const TunedChoice& choice) {
+void Engine::record_call(const TunedChoice& choice, const char* algorithm) {
   std::lock_guard<std::mutex> lock(last_mutex_);
   last_choice_ = choice;
-}
-
-void Engine::record_algorithm(const char* algorithm) {
-  std::lock_guard<std::mutex> lock(last_mutex_);
   last_algorithm_ = algorithm;
 }
 

@@ -1,6 +1,14 @@
 #include "policy/gdr_trial.h"
 
+#include "gpu/dmabuf.h"
+
 namespace efacoll {
+
+bool register_gpu_memory_by_dmabuf(int device, FabricOptions* options, std::string* why_not) {
+  if (!dmabuf_usable(device, why_not)) return false;
+  options->export_dmabuf = export_dmabuf;
+  return true;
+}
 
 GpuRegistrationTrial try_gpu_registration(Transport* transport, GpuRuntime* gpu, int device) {
   constexpr size_t kTrialBytes = 64 * 1024;

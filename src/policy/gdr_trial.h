@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/gpu_runtime.h"
+#include "transport/fabric/fabric_transport.h"
 #include "transport/transport.h"
 
 namespace efacoll {
@@ -16,6 +17,11 @@ struct GpuRegistrationTrial {
   std::string how;    // when ok: "dma-buf" or "address"
   std::string error;  // when not: what failed, the provider's words included
 };
+
+// Registration through a dma-buf where the driver and kernel export GPU memory so (as
+// aws-ofi-nccl does), for endpoints opened with `options`; false, with why, where GPU memory
+// registers by address only. MPI_Init and efacoll-doctor both decide here.
+bool register_gpu_memory_by_dmabuf(int device, FabricOptions* options, std::string* why_not);
 
 // device: the CUDA ordinal to allocate on (see trial_device). Allocates, registers, deregisters
 // and frees 64 KiB; changes nothing else.

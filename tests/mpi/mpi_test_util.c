@@ -31,6 +31,17 @@ void tu_init(void) {
   }
 }
 
+unsigned long long tu_engine_calls(void) {
+  int (*get)(efacoll_collective, efacoll_counters*) = NULL;
+  *(void**)&get = dlsym(RTLD_DEFAULT, "efacoll_get_counters");
+  unsigned long long total = 0;
+  for (int k = 0; get && k < EFACOLL_NUM_COLLECTIVES; ++k) {
+    efacoll_counters c;
+    if (get((efacoll_collective)k, &c) == 0) total += c.engine_calls;
+  }
+  return total;
+}
+
 static int baseline_run(void) {
   const char* baseline = getenv("EFACOLL_TEST_BASELINE");
   return baseline && atoi(baseline) != 0;
@@ -51,15 +62,7 @@ int tu_efacoll_ran(void) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (baseline_run()) return 1;
   const char* why = tu_efacoll_absence();
-  unsigned long long mine = 0, all = 0;
-  if (!why) {
-    int (*get_counters)(efacoll_collective, efacoll_counters*) = NULL;
-    *(void**)&get_counters = dlsym(RTLD_DEFAULT, "efacoll_get_counters");
-    for (int k = 0; k < EFACOLL_NUM_COLLECTIVES; ++k) {
-      efacoll_counters c;
-      if (get_counters((efacoll_collective)k, &c) == 0) mine += c.engine_calls;
-    }
-  }
+  unsigned long long mine = why ? 0 : tu_engine_calls(), all = 0;
   PMPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (!why && all == 0) why = "efacoll ran none of the calls";
   if (why && rank == 0) {

@@ -46,6 +46,9 @@ int tu_finish(void);
  * as a baseline without efacoll (EFACOLL_TEST_BASELINE=1) passes as 1. Collective over
  * MPI_COMM_WORLD; needs no tu_init. */
 int tu_efacoll_ran(void);
+/* Calls efacoll ran itself on this rank (efacoll_get_counters summed over the collectives); 0
+ * where the library is not loaded. */
+unsigned long long tu_engine_calls(void);
 /* This rank's half of it, for programs that cannot make a collective call at the end: NULL when
  * efacoll's C API is found and efacoll is active (or EFACOLL_TEST_BASELINE=1), else why not. */
 const char* tu_efacoll_absence(void);

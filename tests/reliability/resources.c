@@ -32,14 +32,3 @@ int efacoll_usage(efacoll_resource_usage* out) {
   memset(out, 0, sizeof(*out));
   return get ? get(out) : -1;
 }
-
-unsigned long long efacoll_engine_calls(void) {
-  int (*get)(efacoll_collective, efacoll_counters*) = NULL;
-  *(void**)&get = dlsym(RTLD_DEFAULT, "efacoll_get_counters");
-  unsigned long long total = 0;
-  for (int k = 0; get && k < EFACOLL_NUM_COLLECTIVES; ++k) {
-    efacoll_counters c;
-    if (get((efacoll_collective)k, &c) == 0) total += c.engine_calls;
-  }
-  return total;
-}

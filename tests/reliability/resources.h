@@ -10,7 +10,5 @@ long rss_now_kib(void);
 long rss_peak_kib(void);
 /* 0 with *out filled; -1 when efacoll is not preloaded or inactive. */
 int efacoll_usage(efacoll_resource_usage* out);
-/* efacoll_get_counters summed over the collectives; 0 when absent. */
-unsigned long long efacoll_engine_calls(void);
 
 #endif

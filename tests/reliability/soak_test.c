@@ -118,7 +118,7 @@ typedef struct {
 static snapshot take_snapshot(const rk_tally* t, int gpu) {
   efacoll_resource_usage u;
   int have = efacoll_usage(&u) == 0;
-  long sums[4] = {t->calls, t->mismatches, t->errors, (long)efacoll_engine_calls()};
+  long sums[4] = {t->calls, t->mismatches, t->errors, (long)tu_engine_calls()};
   long maxes[11] = {rss_now_kib(),
                     rss_peak_kib(),
                     have ? (long)u.mr_cache_entries : 0,

@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     w[t].nthreads = nthreads;
     MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
   }
-  const unsigned long long engine_before = efacoll_engine_calls();
+  const unsigned long long engine_before = tu_engine_calls();
   const double t0 = MPI_Wtime();
   pthread_t th[kMaxThreads];
   for (int t = 0; t < nthreads; ++t) pthread_create(&th[t], NULL, thread_main, &w[t]);
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&w[t].comm);
   }
   /* Every call went to efacoll: GPU buffers, or host buffers forced (EFACOLL_HOST_BUFFERS=1). */
-  const unsigned long long ran = efacoll_engine_calls() - engine_before;
+  const unsigned long long ran = tu_engine_calls() - engine_before;
   if (active && ran < (unsigned long long)mine[0]) {
     printf("FAIL rank %d: efacoll ran %llu of %ld calls\n", rank, ran, mine[0]);
     failed = 1;

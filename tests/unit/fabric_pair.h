@@ -1,5 +1,5 @@
-// Two endpoints of one provider in one process, and a completion that remembers how it ended:
-// the fixture of the transport's point-to-point tests.
+// Two endpoints of one provider in one process: the fixture of the transport's point-to-point
+// tests.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -13,23 +13,10 @@
 #include "thread_ranks.h"
 #include "transport/fabric/fabric_info.h"
 #include "transport/fabric/fabric_transport.h"
+#include "waiter.h"
 
 namespace efacoll {
 namespace testing {
-
-struct Waiter : Completion {
-  bool done = false;
-  Status status;
-  size_t bytes = 0;
-  Waiter() {
-    fn = [](Completion* c, const Status& st, size_t b) {
-      auto* w = static_cast<Waiter*>(c);
-      w->done = true;
-      w->status = st;
-      w->bytes = b;
-    };
-  }
-};
 
 // (provider, one-sided protocol for messages of 1 KiB and more)
 class FabricPair : public ::testing::TestWithParam<std::tuple<std::string, bool>> {

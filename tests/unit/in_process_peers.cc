@@ -4,22 +4,11 @@
 #include <memory>
 
 #include "transport/tag.h"
+#include "waiter.h"
 
 namespace efacoll {
 namespace testing {
 namespace {
-
-struct Greeting : Completion {
-  bool done = false;
-  Status status;
-  Greeting() {
-    fn = [](Completion* c, const Status& st, size_t) {
-      auto* g = static_cast<Greeting*>(c);
-      g->done = true;
-      g->status = st;
-    };
-  }
-};
 
 // Tags of a communicator id no test creates, so nothing else can take a greeting.
 uint64_t greeting_tag(size_t sender, size_t receiver) {
@@ -42,8 +31,8 @@ Status introduce_in_process(const std::vector<Transport*>& transports) {
   }
   // One byte each way per ordered pair; [i * n + j]: i's message to j, and j's receive of it.
   std::vector<uint8_t> out(n * n, 1), in(n * n, 0);
-  auto sends = std::make_unique<Greeting[]>(n * n);
-  auto recvs = std::make_unique<Greeting[]>(n * n);
+  auto sends = std::make_unique<Waiter[]>(n * n);
+  auto recvs = std::make_unique<Waiter[]>(n * n);
   std::vector<bool> posted(n * n, false);
   auto post_sends = [&]() -> Status {
     for (size_t i = 0; i < n; ++i) {

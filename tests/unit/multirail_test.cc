@@ -11,21 +11,12 @@
 #include "transport/fabric/fabric_transport.h"
 #include "transport/multirail/multirail_transport.h"
 #include "transport/tag.h"
+#include "waiter.h"
 
 namespace efacoll {
 namespace {
 
-struct Waiter : Completion {
-  bool done = false;
-  Status status;
-  Waiter() {
-    fn = [](Completion* c, const Status& st, size_t) {
-      auto* w = static_cast<Waiter*>(c);
-      w->done = true;
-      w->status = st;
-    };
-  }
-};
+using testing::Waiter;
 
 class MultiRail : public ::testing::Test {
  protected:
