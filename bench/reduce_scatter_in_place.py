@@ -4,8 +4,8 @@ tuner's own choice, interleaved batch by batch in one process.
 
 In place, IPC cannot read the peers' inputs where they lie (the output overwrites them), so it
 runs in rounds through its workspaces instead of IPC direct; where ranks share a GPU, efacoll
-times those rounds apart (docs/architecture.md, "Ranks that share a GPU"). Ways: ipc (IPC direct
-or its rounds), ring, rd (recursive halving) and auto; before auto is timed at a size, 200 calls
+times those rounds apart (docs/decisions/0025-measure-ipc-against-the-fabric-where-ranks-share-
+a-gpu.md). Ways: ipc (IPC direct or its rounds), ring, rd (recursive halving) and auto; before auto is timed at a size, 200 calls
 let the online trials settle. Each way's time is the slowest rank's median over 9 batches of 5
 calls, the ways in an order shuffled per batch; "auto / best" is auto's over the fastest forced
 way's, "auto ran" what auto's last call ran. Float sum; after the timing, one call of each way

@@ -15,6 +15,7 @@ EFACOLL_EXPORT int efacoll_get_counters(efacoll_collective coll, efacoll_counter
     out->engine_bytes = c.engine_bytes;
     return 0;
   } catch (...) {
+    raise_exception(MPI_COMM_NULL, "efacoll_get_counters");  // logged; the C API's failure is -1
     return -1;
   }
 }
@@ -39,6 +40,8 @@ EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
     out->ipc_mappings_awaiting_close = u.ipc_mappings_awaiting_close;
     return 0;
   } catch (...) {
+    raise_exception(MPI_COMM_NULL,
+                    "efacoll_get_resource_usage");  // logged; the C API's failure is -1
     return -1;
   }
 }
@@ -54,6 +57,7 @@ EFACOLL_EXPORT int efacoll_set_algo(const char* spec) {
     if (!s.engine || spec == nullptr) return -1;
     return s.engine->set_algo(spec).is_ok() ? 0 : -1;
   } catch (...) {
+    raise_exception(MPI_COMM_NULL, "efacoll_set_algo");  // logged; the C API's failure is -1
     return -1;
   }
 }

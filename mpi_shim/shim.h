@@ -119,6 +119,11 @@ int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error);
 // Raises through the communicator's error handler; returns the MPI error code. Logs the
 // message at WARN unless the caller already said it.
 int raise_error(MPI_Comm comm, const Status& status, bool log = true);
+// Inside a catch block at the C boundary: the exception being handled, logged and raised through
+// the communicator's error handler as MPI_ERR_NO_MEM (std::bad_alloc) or MPI_ERR_INTERN; returns
+// the MPI error code. MPI_COMM_NULL: logged only (before MPI_Init's end, or no communicator).
+// Never throws.
+int raise_exception(MPI_Comm comm, const char* call) noexcept;
 
 // --- statistics (shim_stats.cc) ---
 void stats_engine_call(CollKind kind, size_t bytes, std::chrono::nanoseconds time);

@@ -166,7 +166,7 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
     args.op = rop;
     return run_engine(comm, args, args.count * dtype_size(dtype), b, spans, call);
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(comm, "MPI_Allreduce");
   }
 }
 
@@ -208,7 +208,7 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
     args.dtype = DType::kByte;
     return run_engine(comm, args, args.count * size, b, spans, call);
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(comm, "MPI_Allgather");
   }
 }
 
@@ -220,7 +220,7 @@ EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const 
                             return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
                           });
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(comm, "MPI_Reduce_scatter");
   }
 }
 
@@ -232,6 +232,6 @@ EFACOLL_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, 
                             return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
                           });
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(comm, "MPI_Reduce_scatter_block");
   }
 }

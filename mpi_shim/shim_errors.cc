@@ -1,6 +1,9 @@
 // Engine failures and bad arguments become MPI errors raised through the communicator's error
 // handler, with efacoll's message as the error string.
 #include <cstring>
+#include <exception>
+#include <new>
+#include <string>
 
 #include "common/log.h"
 #include "mpi_shim/shim.h"
@@ -28,6 +31,7 @@ ClassCode* class_codes(size_t* n) {
       {MPI_ERR_TYPE, "MPI_ERR_TYPE", MPI_ERR_TYPE},
       {MPI_ERR_OP, "MPI_ERR_OP", MPI_ERR_OP},
       {MPI_ERR_COMM, "MPI_ERR_COMM", MPI_ERR_COMM},
+      {MPI_ERR_INTERN, "MPI_ERR_INTERN", MPI_ERR_INTERN},
   };
   *n = sizeof(table) / sizeof(table[0]);
   return table;
@@ -95,6 +99,31 @@ int raise_error(MPI_Comm comm, const Status& status, bool log) {
       break;
   }
   return raise_code(comm, entry_of(error_class).code, "efacoll: " + status.to_string(), log);
+}
+
+int raise_exception(MPI_Comm comm, const char* call) noexcept {
+  int error_class = MPI_ERR_INTERN;
+  const char* what = "an exception of unknown type";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    error_class = MPI_ERR_NO_MEM;
+    what = "out of memory (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  try {
+    std::string text = std::string("efacoll: ") + call + ": " + entry_of(error_class).name +
+                       ": internal error: " + what;
+    if (comm == MPI_COMM_NULL) {
+      EFACOLL_WARN(kColl, "%s", text.c_str());
+      return error_class;
+    }
+    return raise_code(comm, entry_of(error_class).code, std::move(text), true);
+  } catch (...) {
+    return error_class;  // no memory left even for the message
+  }
 }
 
 int raise_arg_error(MPI_Comm comm, const char* call, const ArgError& error) {

@@ -65,7 +65,8 @@ void fortran_call(MPI_Fint* ierr, CCall&& c_call) {
   try {
     set_ierr(ierr, c_call());
   } catch (...) {
-    set_ierr(ierr, MPI_ERR_INTERN);
+    // The C entry points catch their own; this covers converting the arguments.
+    set_ierr(ierr, efacoll::shim::raise_exception(MPI_COMM_NULL, "a Fortran entry point"));
   }
 }
 

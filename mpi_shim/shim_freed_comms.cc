@@ -107,6 +107,6 @@ EFACOLL_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
     if (rc == MPI_SUCCESS) note_comm_freed(value, index);
     return rc;
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(comm != nullptr ? *comm : MPI_COMM_NULL, "MPI_Comm_free");
   }
 }

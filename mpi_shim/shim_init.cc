@@ -67,7 +67,7 @@ void configure_before_mpi(const EnvMap& env) {
 // What open_transport found, for the INFO lines.
 struct FabricFound {
   std::string nic_why;
-  std::string hmem_why;  // why GPU data is staged though the provider offered FI_HMEM
+  std::string hmem_why;          // why GPU data is staged though the provider offered FI_HMEM
   std::string gpu_registration;  // how the trial registered GPU memory ("dma-buf", "address")
 };
 
@@ -384,7 +384,7 @@ EFACOLL_EXPORT int MPI_Init(int* argc, char*** argv) {
     if (rc == MPI_SUCCESS) PMPI_Query_thread(&provided);
     return after_mpi_init(rc, provided);
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(MPI_COMM_NULL, "MPI_Init");
   }
 }
 
@@ -394,7 +394,7 @@ EFACOLL_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* p
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     return after_mpi_init(rc, *provided);
   } catch (...) {
-    return MPI_ERR_INTERN;
+    return raise_exception(MPI_COMM_NULL, "MPI_Init_thread");
   }
 }
 

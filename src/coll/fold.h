@@ -48,7 +48,7 @@ inline int hops_to(const Fold& f, int b, int holder) {
 // loses multi-packet messages from a peer that arrive in another order than their receives were
 // posted. Chunks of blocks from different peers can still be ready out of this order; on such a
 // provider the executor holds each send until those to the same peer listed before it are posted
-// (TransportInfo::needs_posting_order).
+// (ProviderQuirks::needs_posting_order).
 inline std::vector<int> blocks_in_arrival_order(const Fold& f, int holder, int size) {
   std::vector<int> blocks = blocks_with_partners(f, holder & ~(size - 1), size);
   std::stable_sort(blocks.begin(), blocks.end(),

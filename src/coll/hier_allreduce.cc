@@ -94,7 +94,6 @@ Status build_hier_allreduce(const HierArgs& args, Schedule* out) {
   ag.inplace = true;
   ag.chunk_bytes = args.chunk_bytes;
   EFACOLL_RETURN_IF_ERROR(build_ring_allgather(ag, &part));
-  out->algorithm = "hierarchical";
   return append_phase(part, node_group, 2 * kPhaseIds, 0, true, 0, out);
 }
 

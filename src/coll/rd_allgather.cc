@@ -10,7 +10,6 @@ namespace efacoll {
 Status build_rd_allgather(const RingArgs& args, Schedule* out) {
   Schedule& s = *out;
   s = Schedule();
-  s.algorithm = "recursive doubling";
   RingLayout layout(args);
   const int n = args.nranks, r = args.rank;
   const size_t chunk = std::max<size_t>(1, args.chunk_bytes / args.elem_size) * args.elem_size;

@@ -9,7 +9,6 @@ namespace efacoll {
 Status build_rd_allreduce(const RingArgs& args, Schedule* out) {
   Schedule& s = *out;
   s = Schedule();
-  s.algorithm = "recursive doubling";
   const int n = args.nranks, r = args.rank;
   size_t count = 0;
   for (size_t c : args.block_counts) count += c;

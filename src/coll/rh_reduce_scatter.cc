@@ -11,7 +11,6 @@ namespace efacoll {
 Status build_rh_reduce_scatter(const RingArgs& args, Schedule* out) {
   Schedule& s = *out;
   s = Schedule();
-  s.algorithm = "recursive halving";
   RingLayout layout(args);
   const int n = args.nranks, r = args.rank;
   const size_t total = layout.total_bytes();

@@ -39,4 +39,10 @@ std::vector<size_t> even_blocks(size_t count, int n) {
   return blocks;
 }
 
+size_t call_bytes(const RingArgs& ring) {
+  size_t bytes = 0;
+  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
+  return bytes;
+}
+
 }  // namespace efacoll

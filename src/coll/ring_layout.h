@@ -17,6 +17,10 @@ struct RingArgs {
   size_t chunk_bytes = 1 << 19;
 };
 
+// The bytes the tuner sizes a call by: allreduce the vector, allgather the result,
+// reduce-scatter the input (every block).
+size_t call_bytes(const RingArgs& ring);
+
 class RingLayout {
  public:
   explicit RingLayout(const RingArgs& args);

@@ -12,7 +12,6 @@ namespace efacoll {
 Status build_tree_allreduce(const RingArgs& args, Schedule* out) {
   Schedule& s = *out;
   s = Schedule();
-  s.algorithm = "double binary tree";
   const int n = args.nranks, r = args.rank;
   size_t count = 0;
   for (size_t c : args.block_counts) count += c;

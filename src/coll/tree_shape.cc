@@ -1,5 +1,7 @@
 #include "coll/tree_shape.h"
 
+#include <algorithm>
+
 namespace efacoll {
 namespace {
 
@@ -51,6 +53,10 @@ TreeNode tree_node(int n, int tree, int r) {
   children_pos(n, i, &kids);
   for (int c : kids) node.children.push_back(rank_at(n, tree, c));
   return node;
+}
+
+size_t tree_chunk_bytes(size_t bytes, size_t max_chunk) {
+  return std::max<size_t>(1, std::min(max_chunk, std::max<size_t>(4096, bytes / 32)));
 }
 
 }  // namespace efacoll

@@ -4,6 +4,7 @@
 // positions 1..n; the second tree renumbers ranks (mirrored for even n, shifted by one for odd n)
 // so that the first tree's leaves (odd positions) land on even positions.
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace efacoll {
@@ -15,5 +16,10 @@ struct TreeNode {
 
 // Rank r's place in tree t (0 or 1) of n ranks.
 TreeNode tree_node(int n, int tree, int r);
+
+// The tree pipelines in small chunks (about 32 per vector, from 4 KiB up to max_chunk) so that
+// filling its 2 x depth stages costs little; the builder (through the registry) and the cost
+// model both use this.
+size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 
 }  // namespace efacoll

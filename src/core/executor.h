@@ -1,6 +1,7 @@
 // Runs one rank's Schedule over a Transport: posts every operation whose dependencies are met
-// (where the transport needs_posting_order, once the ones listed before it with the same peer and
-// direction are posted too), progresses completions, and yields the CPU when nothing moves.
+// (where the transport's provider needs_posting_order (ProviderQuirks), once the ones listed before
+// it with the same peer and direction are posted too), progresses completions, and yields the CPU
+// when nothing moves.
 #pragma once
 #include <chrono>
 #include <functional>

@@ -38,7 +38,7 @@ class Executor {
         watch_(s, ctx),
         look_every_(std::clamp<std::chrono::milliseconds>(
             ctx.timeout / 16, std::chrono::milliseconds(1), std::chrono::milliseconds(100))) {
-    if (ctx.transport->info().needs_posting_order) order_lanes();
+    if (ctx.transport->info().quirks.needs_posting_order) order_lanes();
     // Taking part only so that the peers stop: the mismatch is known from the start.
     if (ctx.signature == kPoisonSignature) {
       same_shape_ = false;
@@ -96,10 +96,11 @@ class Executor {
     return static_cast<uint64_t>(op.peer) * 2 + (op.kind == OpKind::kRecv ? 1 : 0);
   }
   std::set<uint64_t> turned_away_;
-  // Where the transport needs_posting_order: each send or receive's predecessor in its lane
-  // (kNoOp: none) and successor, whether it has been posted, and whether it is ready but held
-  // until its predecessor is. Schedules list each peer's sends in the order that peer lists its
-  // receives (ScheduleInvariants), so both ends then post in one order whatever the timing.
+  // Where the transport's provider needs_posting_order (ProviderQuirks): each send or receive's
+  // predecessor in its lane (kNoOp: none) and successor, whether it has been posted, and whether it
+  // is ready but held until its predecessor is. Schedules list each peer's sends in the order that
+  // peer lists its receives (ScheduleInvariants), so both ends then post in one order whatever the
+  // timing.
   static constexpr uint32_t kNoOp = UINT32_MAX;
   std::vector<uint32_t> lane_prev_, lane_next_;
   std::vector<bool> lane_posted_, held_;

@@ -36,12 +36,14 @@ struct Schedule {
   std::vector<std::vector<uint32_t>> successors;
   std::vector<uint32_t> num_deps;
   size_t scratch_bytes = 0;
-  const char* algorithm = "ring";  // for TRACE lines
+  // For TRACE lines: the registry's name of the algorithm that built it (coll/registry.h).
+  const char* algorithm = "";
 
   uint32_t add(const Op& op);
   // `after` may start only once `before` has completed. `before` must be listed first (a lower
-  // index): where the transport needs_posting_order, the executor posts each peer's operations in
-  // list order, and an operation held behind one that depends on it would wait for good.
+  // index): where the transport's provider needs_posting_order (ProviderQuirks), the executor posts
+  // each peer's operations in list order, and an operation held behind one that depends on it would
+  // wait for good.
   void depend(uint32_t before, uint32_t after);
   std::string describe() const;  // one line per op, for TRACE and test failures
 };

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "coll/builders.h"
-#include "coll/channels.h"
-#include "coll/hier_allreduce.h"
+#include "coll/registry.h"
 #include "common/log.h"
 #include "core/executor.h"
 #include "core/staging.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/gpu_memory_to_free.h"
 #include "engine/growing_device_buffer.h"
 #include "engine/hier_state.h"
@@ -24,70 +23,39 @@
 #include "transport/transport.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
+#include "tune/plan.h"
 #include "tune/shared_gpu_paths.h"
 #include "tune/trials.h"
 
 namespace efacoll {
-namespace {
 
-// The call's schedule with the chosen algorithm on the chosen channels.
-Status build(CollKind kind, RingArgs& ring, int hier_per_node, const TunedChoice& chosen,
-             Schedule* schedule) {
-  const Algo algo = chosen.algo;
-  if (chosen.chunk_bytes) ring.chunk_bytes = chosen.chunk_bytes;
-  ChannelArgs ca;
-  ca.kind = kind;
-  ca.channels = chosen.channels;
-  ca.ranks_per_node = hier_per_node;
-  ca.rotate_ring = algo == Algo::kRing;
-  ChannelBuilder one = [&](const RingArgs& sub, Schedule* s) -> Status {
-    if (algo == Algo::kHier) {
-      HierArgs h;
-      h.rank = sub.rank;
-      h.nranks = sub.nranks;
-      h.ranks_per_node = hier_per_node;
-      for (size_t c : sub.block_counts) h.count += c;
-      h.elem_size = sub.elem_size;
-      h.inplace = sub.inplace;
-      h.chunk_bytes = sub.chunk_bytes;
-      return build_hier_allreduce(h, s);
-    }
-    if (algo == Algo::kTree) {
-      RingArgs tree = sub;
-      tree.chunk_bytes = tree_chunk_bytes(call_bytes(sub), sub.chunk_bytes);
-      return build_tree_allreduce(tree, s);
-    }
-    if (algo == Algo::kRecursive) {
-      return kind == CollKind::kAllreduce   ? build_rd_allreduce(sub, s)
-             : kind == CollKind::kAllgather ? build_rd_allgather(sub, s)
-                                            : build_rh_reduce_scatter(sub, s);
-    }
-    return kind == CollKind::kAllreduce   ? build_ring_allreduce(sub, s)
-           : kind == CollKind::kAllgather ? build_ring_allgather(sub, s)
-                                          : build_ring_reduce_scatter(sub, s);
-  };
-  // More chunks than a tag can number: grow the chunk until they fit.
-  for (;;) {
-    Status st = build_channels(ca, ring, one, schedule);
-    if (st.code() != Code::kInvalid || ring.chunk_bytes >= (size_t(1) << 40)) return st;
-    ring.chunk_bytes *= 2;
-  }
-}
-
-}  // namespace
-
-Comm::Comm(Engine* engine, int rank, int size, uint32_t id)
+CommCore::CommCore(EngineCore* engine, Setup setup)
     : engine_(engine),
-      rank_(rank),
-      size_(size),
-      id_(id),
+      rank_(setup.rank),
+      size_(setup.size),
+      id_(setup.id),
+      nested_(setup.nested),
+      peers_(std::move(setup.peers)),
       gpu_scratch_(std::make_unique<GrowingDeviceBuffer>()),
       send_copy_(std::make_unique<GrowingDeviceBuffer>()),
-      recv_copy_(std::make_unique<GrowingDeviceBuffer>()) {}
+      recv_copy_(std::make_unique<GrowingDeviceBuffer>()),
+      one_node_(setup.one_node),
+      hier_per_node_(setup.hier_per_node),
+      model_(std::move(setup.model)) {}
 
-Comm::~Comm() {
+Status CommCore::calibrate_at_creation(std::unique_lock<std::mutex>& busy) {
+  // Its calls lend the engine's lock while they wait, as the user's calls do.
+  yield_lock_ = engine_->config().concurrent ? &busy : nullptr;
+  Status st = calibrate();
+  // Kept while it measures the algorithms: it forces them engine-wide meanwhile.
+  yield_lock_ = nullptr;
+  if (st.is_ok()) st = calibrate_algorithms();
+  return st;
+}
+
+CommCore::~CommCore() {
   // Other threads may be running collectives (MPI_Comm_free under MPI_THREAD_MULTIPLE).
-  std::unique_lock<std::mutex> busy(engine_->busy_, std::defer_lock);
+  std::unique_lock<std::mutex> busy(engine_->busy(), std::defer_lock);
   if (!nested_) busy.lock();
   // Sub-communicators' memory too: they go with hier_. Peers' workspaces mapped through CUDA IPC
   // are closed the same way (gpu_memory_to_free.h).
@@ -96,13 +64,12 @@ Comm::~Comm() {
   if (!memory.empty()) engine_->give_back_gpu_memory(std::move(memory));
   hier_.reset();
   ipc_.reset();
-  engine_->comm_ids_in_use_[id_] = false;
-  if (nested_) --engine_->nested_comms_;
+  engine_->comm_freed(id_, nested_);
 }
 
-void Comm::take_gpu_memory(GpuMemoryToFree* out) {
+void CommCore::take_gpu_memory(GpuMemoryToFree* out) {
   // Registrations go before the memory.
-  MrCache* mrs = engine_->mr_cache_.get();
+  MrCache* mrs = engine_->mr_cache();
   if (mrs) mrs->forget(scratch_id_);
   if (pinned_) out->add_pinned(pinned_, pinned_bytes_);
   pinned_ = nullptr;
@@ -125,7 +92,7 @@ void Comm::take_gpu_memory(GpuMemoryToFree* out) {
   if (hier_) {
     grown.push_back(&hier_->slice);
     grown.push_back(&hier_->gathered);
-    for (Comm* sub : {hier_->node.get(), hier_->cross.get()})
+    for (CommCore* sub : {hier_->node.get(), hier_->cross.get()})
       if (sub) sub->take_gpu_memory(out);
   }
   for (GrowingDeviceBuffer* b : grown) {
@@ -136,16 +103,16 @@ void Comm::take_gpu_memory(GpuMemoryToFree* out) {
   }
 }
 
-Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
+Status CommCore::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
   if (b.ptr && b.device == dev && b.bytes >= want) return Status::ok();
   // Its registration goes before the memory (a slice's, cached under its CUDA buffer id).
-  if (engine_->mr_cache_ && b.buffer_id != 0) engine_->mr_cache_->forget(b.buffer_id);
+  if (engine_->mr_cache() && b.buffer_id != 0) engine_->mr_cache()->forget(b.buffer_id);
   if (b.ptr)
     engine_->give_back_gpu_memory(GpuMemoryToFree::device_memory(b.device, b.ptr, b.bytes));
   b.buffer_id = 0;
   b.ptr = nullptr;
   b.bytes = 0;
-  b.gpu = engine_->gpu_.get();
+  b.gpu = engine_->gpu();
   b.device = dev;
   {
     LockLent lent(lendable_lock());
@@ -156,13 +123,13 @@ Status Comm::grow(GrowingDeviceBuffer& b, int dev, size_t want) {
   return Status::ok();
 }
 
-Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
+Status CommCore::ensure_scratch(size_t bytes, bool on_gpu, int device) {
   const GrowingDeviceBuffer& gpu = *gpu_scratch_;
   const size_t have = on_gpu ? (gpu.ptr && gpu.device == device ? gpu.bytes : 0) : scratch_.size();
   if (have >= bytes) return Status::ok();
   // Registered under scratch_id_, the same for either: a new one for the grown memory.
-  if (engine_->mr_cache_) engine_->mr_cache_->forget(scratch_id_);
-  scratch_id_ = engine_->next_allocation_id_++;
+  if (engine_->mr_cache()) engine_->mr_cache()->forget(scratch_id_);
+  scratch_id_ = engine_->new_allocation_id();
   if (!on_gpu) {
     scratch_.assign(std::max(bytes, scratch_.size() * 2), 0);
     return Status::ok();
@@ -170,42 +137,49 @@ Status Comm::ensure_scratch(size_t bytes, bool on_gpu, int device) {
   return grow(*gpu_scratch_, device, std::max(bytes, gpu.bytes * 2));
 }
 
-Status Comm::plan_schedule(CollKind kind, RingArgs& ring, Schedule* schedule) {
-  TunedChoice choice =
-      timed_choice_ ? *timed_choice_
-                    : choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config_));
-  choice.predicted_us += node_fabric_extra_us_;
+Status CommCore::plan_schedule(CollKind kind, RingArgs& ring, TunedChoice choice, double extra_us,
+                               Schedule* schedule) {
+  choice.predicted_us += extra_us;
   EFACOLL_RETURN_IF_ERROR(trial_call_.status);
-  EFACOLL_RETURN_IF_ERROR(build(kind, ring, hier_per_node_, choice, schedule));
+  if (choice.chunk_bytes) ring.chunk_bytes = choice.chunk_bytes;
+  const ScheduleBuilder* builder = find_schedule_builder(choice.algo, kind);
+  if (builder == nullptr) return Status(Code::kInternal, "no schedule builder for the choice");
+  EFACOLL_RETURN_IF_ERROR(
+      build_call_schedule(*builder, ring, hier_per_node_, choice.channels, schedule));
   engine_->record_call(choice, schedule->algorithm);
   return Status::ok();
 }
 
-Status Comm::run_planned_schedule(const CollArgs& args, RingPlan& plan) {
+Status CommCore::run_planned_schedule(const CollArgs& args, RingPlan& plan,
+                                      const TunedChoice& choice, double extra_us) {
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, &schedule));
+  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, choice, extra_us, &schedule));
   return run_schedule(args, schedule, plan.send_bytes, plan.recv_bytes, plan.ring.chunk_bytes);
 }
 
-bool Comm::takes_host_copies(CollKind kind, const RingArgs& ring) const {
-  return most_bytes_of_a_rank(kind, ring) <= engine_->config_.gpu_host_path_max;
+TunedChoice CommCore::fabric_choice(CollKind kind, const RingArgs& ring) {
+  return choose_call(algo_inputs(kind, ring, hier_per_node_, engine_->config()));
 }
 
-double Comm::fabric_model_us(CollKind kind, const RingArgs& ring) const {
-  const EngineConfig& config = engine_->config_;
+bool CommCore::takes_host_copies(CollKind kind, const RingArgs& ring) const {
+  return most_bytes_of_a_rank(kind, ring) <= engine_->config().gpu_host_path_max;
+}
+
+double CommCore::fabric_model_us(CollKind kind, const RingArgs& ring) const {
+  const EngineConfig& config = engine_->config();
   return tune_algo(model_, algo_inputs(kind, ring, hier_per_node_, config), AlgoOverrides(), false)
       .predicted_us;
 }
 
-std::unique_lock<std::mutex>* Comm::lendable_lock() const {
+std::unique_lock<std::mutex>* CommCore::lendable_lock() const {
   return parent_ ? parent_->lendable_lock() : yield_lock_;
 }
 
-Status Comm::run(const CollArgs& args) {
-  std::unique_lock<std::mutex> busy(engine_->busy_);
+Status CommCore::run(const CollArgs& args) {
+  std::unique_lock<std::mutex> busy(engine_->busy());
   // Calls lend the lock out while they wait for peers; GPU calls have streams, staging slots
   // and low-latency kernel streams of their own (comm_execute.cc, GpuRuntime::run_ll).
-  yield_lock_ = engine_->config_.concurrent ? &busy : nullptr;
+  yield_lock_ = engine_->config().concurrent ? &busy : nullptr;
   user_call_ = true;
   trial_call_ = TrialCall();
   Status st = run_locked(args);
@@ -215,143 +189,164 @@ Status Comm::run(const CollArgs& args) {
   return st;
 }
 
-// Also the entry of a hierarchical call's phases, which run on sub-communicators.
-Status Comm::run_locked(const CollArgs& args) {
-  node_fabric_extra_us_ = 0;
-  RingPlan plan;
-  const size_t chunk =
-      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
-  EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &plan));
-  const bool gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
-  gpu_call_ = gpu;
-  if (!gpu) return run_planned_schedule(args, plan);
+namespace {
 
-  GpuRuntime* rt = engine_->gpu_.get();
+// The plan's costly questions, answered by the communicator for one call.
+class CallQuestions : public PlanQuestions {
+ public:
+  CallQuestions(std::function<TunedChoice()> fabric, std::function<bool()> hierarchical)
+      : fabric_(std::move(fabric)), hierarchical_(std::move(hierarchical)) {}
+  TunedChoice fabric_choice() override { return fabric_(); }
+  bool hierarchical_usable() override { return hierarchical_(); }
+
+ private:
+  std::function<TunedChoice()> fabric_;
+  std::function<bool()> hierarchical_;
+};
+
+}  // namespace
+
+// Also the entry of a hierarchical call's phases, which run on sub-communicators.
+Status CommCore::run_locked(const CollArgs& args) {
+  RingPlan ring;
+  const size_t chunk =
+      std::min(engine_->config().chunk_bytes, engine_->transport()->info().max_msg_size);
+  EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &ring));
+  PlanFacts facts;
+  facts.kind = args.kind;
+  facts.gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
+  facts.nranks = size_;
+  facts.bytes = call_bytes(ring.ring);
+  facts.forced = engine_->config().algo.for_kind(args.kind);
+  gpu_call_ = facts.gpu;
+  CallQuestions questions([&] { return fabric_choice(args.kind, ring.ring); },
+                          [&] { return hier_gpu_usable(args.device); });
+  if (!facts.gpu) {
+    const Plan plan = choose_plan(facts, questions);
+    return run_planned_schedule(args, ring, plan.choice, plan.fabric_extra_us);
+  }
+  GpuRuntime* rt = engine_->gpu();
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
+  LlCall ll_call;
+  EFACOLL_RETURN_IF_ERROR(gpu_plan_facts(args, ring, &facts, &ll_call));
+  const Plan plan = choose_plan(facts, questions);
+  if (log_enabled(LogLevel::kTrace, kTune)) {
+    EFACOLL_TRACE(kTune, "%s %zu B on %d ranks, GPU buffers: %s (%s)", coll_name(args.kind),
+                  facts.bytes, size_, path_name(plan.path), plan.why);
+  }
+  if (plan.advances_ll_sequence) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
+  return run_gpu_plan(args, ring, plan, ll_call);
+}
+
+Status CommCore::gpu_plan_facts(const CollArgs& args, const RingPlan& ring, PlanFacts* f,
+                                LlCall* ll_call) {
+  const EngineConfig& config = engine_->config();
   // Peer to peer inside the node when every member is here and can reach the others' GPUs,
   // unless a fabric algorithm is forced (benchmarks compare them). ipc_usable() is collective
   // at its first call: every rank reaches it on the same call.
-  const Algo forced = engine_->config_.algo.for_kind(args.kind);
-  const bool ipc =
-      one_node_ && size_ > 1 && engine_->config_.ipc_chunk_bytes > 0 && !fabric_algo(forced);
-  LlCall ll_call;
-  bool ll = ipc && ipc_ll_plan(args, &ll_call) && ipc_usable(args.device) && ipc_->ll_usable;
-  bool in_node = ipc && ipc_usable(args.device);
-  // IPC direct even for calls the host path would take: forced, or measured faster where ranks
-  // share a GPU.
-  bool ipc_chosen = forced == Algo::kIpc;
-  if (in_node) {
-    NodePath path;
-    EFACOLL_RETURN_IF_ERROR(node_protocol(args, plan, forced, ll, &path));
-    ll = path == NodePath::kLowLatency;
-    if (ipc_->ll_usable) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
-    if (shared_gpu_tuned(forced)) ipc_chosen = path == NodePath::kIpcDirect;
-    in_node = path != NodePath::kFabric;
+  f->ipc = one_node_ && size_ > 1 && config.ipc_chunk_bytes > 0 && !fabric_algo(f->forced) &&
+           ipc_usable(args.device);
+  f->host_copies_fit = takes_host_copies(args.kind, ring.ring);
+  f->hier_possible = hier_per_node_ > 0 && config.hier_ipc && hier_gpu_fits(args);
+  if (!f->ipc) return Status::ok();
+  f->ll_set_up = ipc_->ll_usable;
+  f->ll_fits = ipc_->ll_usable && ipc_ll_plan(args, ll_call);
+  f->ipc_direct = ipc_direct_possible(args);
+  CostInputs in;
+  in.kind = args.kind;
+  in.nranks = size_;
+  in.bytes = f->bytes;
+  f->ll_us = predict_node_us(model_, Algo::kLl, in);
+  f->ipc_us = predict_node_us(model_, Algo::kIpc, in);
+  EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
+                coll_name(args.kind), in.bytes, size_, f->ll_us, f->ll_fits ? "" : " (cannot run)",
+                f->ipc_us);
+  if (shared_gpu_tuned(f->forced)) {
+    if (!ipc_->shared_paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
+    // Where a rank could not take part, the model's rule stands.
+    if (shared_gpu_tuned(f->forced)) f->shared = &shared_gpu_pick(args, ring, f->ipc_us);
   }
-  // Off the low-latency protocol where peers may be on it (comm_ll_paths.cc).
-  const bool watch = in_node && ipc_->ll_usable && !ll;
-  if (!ll && !ipc_chosen && takes_host_copies(args.kind, plan.ring)) {
-    if (watch) watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, plan.ring));
-    Status st =
-        run_gpu_via_host(args, plan.ring, plan.send_bytes, plan.recv_bytes, plan.result_bytes);
+  return Status::ok();
+}
+
+Status CommCore::run_gpu_plan(const CollArgs& args, RingPlan& ring, const Plan& plan,
+                              LlCall& ll_call) {
+  GpuRuntime* rt = engine_->gpu();
+  if (plan.path == Path::kHostCopies) {
+    if (plan.watch_ll_peers)
+      watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, ring.ring));
+    Status st = run_gpu_via_host(args, ring, plan.choice, plan.fabric_extra_us);
     stall_check_ = nullptr;
     return st;
+  }
+  if (plan.path == Path::kLowLatency || plan.path == Path::kIpcDirect ||
+      plan.path == Path::kIpcRounds) {
+    engine_->record_call(plan.choice, path_name(plan.path));
   }
   // Host buffers in a GPU call are replaced by device copies (in and out), kept by the
   // communicator: freeing them after each call would wait for other threads' low-latency kernels
   // (gpu_memory_to_free.h). Their buffer ids stay 0: peers map them anew each call.
   CollArgs a = args;
   if (!args.inplace && !is_gpu(args.send_mem)) {
-    EFACOLL_RETURN_IF_ERROR(grow(*send_copy_, args.device, std::max<size_t>(plan.send_bytes, 1)));
-    if (plan.send_bytes)
-      EFACOLL_RETURN_IF_ERROR(rt->copy(send_copy_->ptr, args.sendbuf, plan.send_bytes));
+    EFACOLL_RETURN_IF_ERROR(grow(*send_copy_, args.device, std::max<size_t>(ring.send_bytes, 1)));
+    if (ring.send_bytes)
+      EFACOLL_RETURN_IF_ERROR(rt->copy(send_copy_->ptr, args.sendbuf, ring.send_bytes));
     a.sendbuf = send_copy_->ptr;
     a.send_mem = MemKind::kDevice;
     a.send_buffer_id = 0;
   }
   const bool host_recv = !is_gpu(args.recv_mem);
   if (host_recv) {
-    EFACOLL_RETURN_IF_ERROR(grow(*recv_copy_, args.device, std::max<size_t>(plan.recv_bytes, 1)));
+    EFACOLL_RETURN_IF_ERROR(grow(*recv_copy_, args.device, std::max<size_t>(ring.recv_bytes, 1)));
     // In place, the input is in the receive buffer.
-    if (args.inplace && plan.recv_bytes)
-      EFACOLL_RETURN_IF_ERROR(rt->copy(recv_copy_->ptr, args.recvbuf, plan.recv_bytes));
+    if (args.inplace && ring.recv_bytes)
+      EFACOLL_RETURN_IF_ERROR(rt->copy(recv_copy_->ptr, args.recvbuf, ring.recv_bytes));
     a.recvbuf = recv_copy_->ptr;
     a.recv_mem = MemKind::kDevice;
     a.recv_buffer_id = 0;
   }
   Status st;
-  if (ll) {
-    st = run_ipc_ll(a, ll_call);
-  } else if (in_node) {
-    const bool direct = ipc_direct_possible(a);
-    if (watch) {
-      watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds,
-                     ipc_call_key(args, plan.ring));
+  switch (plan.path) {
+    case Path::kLowLatency:
+      st = run_ipc_ll(a, ll_call);
+      break;
+    case Path::kIpcDirect:
+    case Path::kIpcRounds: {
+      const bool direct = plan.path == Path::kIpcDirect;
+      if (plan.watch_ll_peers) {
+        watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds,
+                       ipc_call_key(args, ring.ring));
+      }
+      st = direct ? run_ipc_direct(a, ring.ring) : run_ipc(a, ring.ring);
+      stall_check_ = nullptr;
+      break;
     }
-    st = direct ? run_ipc_direct(a, plan.ring) : run_ipc(a, plan.ring);
-    stall_check_ = nullptr;
-  } else if (hier_per_node_ > 0 && engine_->config_.hier_ipc && hier_gpu_fits(a) &&
-             hier_gpu_chosen(a, plan.ring) && hier_gpu_usable(args.device)) {
-    st = trial_call_.status.is_ok() ? run_hier_gpu(a) : trial_call_.status;
-  } else {
-    st = run_planned_schedule(a, plan);
+    case Path::kHierarchical:
+      st = trial_call_.status.is_ok() ? run_hier_gpu(a) : trial_call_.status;
+      break;
+    case Path::kFabric:
+    case Path::kHostCopies:
+      st = run_planned_schedule(a, ring, plan.choice, plan.fabric_extra_us);
+      break;
   }
-  if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_copy_->ptr, plan.result_bytes);
+  if (st.is_ok() && host_recv) st = rt->copy(args.recvbuf, recv_copy_->ptr, ring.result_bytes);
   return st;
 }
 
-// Inside one node: the low-latency protocol where it can run and is forced or predicted faster
-// than IPC direct; where ranks share a GPU and the tuner chooses, IPC (direct, or its rounds
-// where it cannot) or the fabric by their measured times; else IPC.
-Status Comm::node_protocol(const CollArgs& args, const RingPlan& plan, Algo forced,
-                           bool ll_possible, NodePath* path) {
-  CostInputs in;
-  in.kind = args.kind;
-  in.nranks = size_;
-  in.bytes = call_bytes(plan.ring);
-  const double ll_us = predict_node_us(model_, Algo::kLl, in),
-               ipc_us = predict_node_us(model_, Algo::kIpc, in);
-  *path = NodePath::kIpcDirect;
-  if (ll_possible && forced != Algo::kIpc && (forced == Algo::kLl || ll_us <= ipc_us))
-    *path = NodePath::kLowLatency;
-  if (shared_gpu_tuned(forced)) {
-    if (!ipc_->shared_paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
-    // Where a rank could not take part, the rule below stands.
-    if (shared_gpu_tuned(forced)) return shared_gpu_way(args, plan, ipc_us, path);
-  }
-  const bool ll = *path == NodePath::kLowLatency;
-  TunedChoice c;
-  c.algo = ll ? Algo::kLl : Algo::kIpc;
-  c.predicted_us = ll ? ll_us : ipc_us;
-  engine_->record_call(c, ll                          ? "low-latency (IPC)"
-                         : ipc_direct_possible(args) ? "IPC direct"
-                                                     : "IPC rounds");
-  EFACOLL_TRACE(kTune, "%s %zu B on %d GPUs of one node: low-latency %.1f us%s, IPC direct %.1f us",
-                coll_name(args.kind), in.bytes, size_, ll_us, ll_possible ? "" : " (cannot run)",
-                ipc_us);
-  return Status::ok();
-}
-
-bool Comm::shared_gpu_tuned(Algo forced) const {
+bool CommCore::shared_gpu_tuned(Algo forced) const {
   return ipc_ && ipc_->gpu_shared && !ipc_->shared_paths.given_up && forced == Algo::kAuto &&
-         engine_->config_.tune;
-}
-
-// Allreduce across nodes runs hierarchically unless the tuner (or EFACOLL_ALGO) prefers a flat
-// algorithm, such as the ring whose channels cross from every GPU at large sizes. Allgather
-// and reduce-scatter have no flat rival that keeps NVLink inside the node: always.
-bool Comm::hier_gpu_chosen(const CollArgs& a, const RingArgs& ring) {
-  if (a.kind != CollKind::kAllreduce) return true;
-  const EngineConfig& config = engine_->config_;
-  return choose_call(algo_inputs(a.kind, ring, hier_per_node_, config)).algo == Algo::kHier;
+         engine_->config().tune;
 }
 
 // Copies in (synchronously, after the caller's work on the legacy default stream), runs the
 // host schedule on pinned copies, copies the result back.
-Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_bytes,
-                              size_t recv_bytes, size_t result_bytes) {
-  GpuRuntime* rt = engine_->gpu_.get();
+Status CommCore::run_gpu_via_host(const CollArgs& args, RingPlan& plan, const TunedChoice& choice,
+                                  double extra_us) {
+  GpuRuntime* rt = engine_->gpu();
+  RingArgs& ring = plan.ring;
+  const size_t send_bytes = plan.send_bytes, recv_bytes = plan.recv_bytes,
+               result_bytes = plan.result_bytes;
   const size_t need = send_bytes + recv_bytes;
   if (pinned_bytes_ < need) {
     if (pinned_)
@@ -375,7 +370,7 @@ Status Comm::run_gpu_via_host(const CollArgs& args, RingArgs& ring, size_t send_
   if (args.inplace && recv_bytes)
     EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, ring, &schedule));
+  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, ring, choice, extra_us, &schedule));
   EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
   return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
 }

@@ -11,7 +11,8 @@
 
 #include "common/log.h"
 #include "core/host_reduce.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 
 namespace efacoll {
 namespace {
@@ -48,7 +49,7 @@ Status median_diff_us(int reps, FnA&& a, FnB&& b, double* out) {
 
 }  // namespace
 
-Status Comm::calibrate() {
+Status CommCore::calibrate() {
   if (size_ < 2) return Status::ok();
   constexpr size_t kSmall = 8, kLarge = 256 << 10, kPiece = 16 << 10;
   // Pieces whose allgather result is 16 MiB or more: a large call's working set.
@@ -71,7 +72,7 @@ Status Comm::calibrate() {
   EFACOLL_RETURN_IF_ERROR(median_diff_us(11, gather(kSmallPieces, kSmallPieces),
                                          gather(kSmallPieces, kSmallPiece), &small_pieces));
   EFACOLL_RETURN_IF_ERROR(
-      median_us(3, gather(huge, std::min(huge, engine_->config_.max_chunk_bytes)), &huge_us));
+      median_us(3, gather(huge, std::min(huge, engine_->config().max_chunk_bytes)), &huge_us));
   std::vector<float> a(huge * size_ / sizeof(float), 1.f), b(a.size(), 2.f);
   auto reduce_of = [&](size_t count) {
     return [&, count] {

@@ -8,14 +8,15 @@
 #include <vector>
 
 #include "common/log.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "tune/algo.h"
 #include "tune/calibration_points.h"
 #include "tune/cost_model.h"
 
 namespace efacoll {
 
-Status Comm::calibrate_algorithms() {
+Status CommCore::calibrate_algorithms() {
   if (size_ < 2) return Status::ok();
   // Algorithms interleaved batch by batch at each size, as tuner_bench measures them: a slow
   // stretch of the machine then falls on all of them alike, and a median over 15 repeats
@@ -37,7 +38,7 @@ Status Comm::calibrate_algorithms() {
   };
   std::vector<Point> points;
   std::vector<double> factors;
-  const AlgoOverrides saved = engine_->config_.algo;
+  const AlgoOverrides saved = engine_->config().algo;
   Status st;
   for (CollKind kind : kinds) {
     std::vector<Algo> algos;
@@ -64,8 +65,9 @@ Status Comm::calibrate_algorithms() {
       std::vector<double> predicted(algos.size());
       for (int rep = -1; rep < repeats_at(bytes) && st.is_ok(); ++rep) {  // -1: a warm-up
         for (size_t i = 0; i < algos.size() && st.is_ok(); ++i) {
-          engine_->config_.algo = AlgoOverrides();
-          engine_->config_.algo.for_kind(kind) = algos[i];
+          AlgoOverrides one;
+          one.for_kind(kind) = algos[i];
+          engine_->force_algorithms(one);
           const auto start = std::chrono::steady_clock::now();
           for (int b = 0; b < batch && st.is_ok(); ++b) st = run_locked(a);
           const double us =
@@ -73,7 +75,7 @@ Status Comm::calibrate_algorithms() {
                   .count() /
               batch;
           if (rep >= 0) t[i].push_back(us);
-          predicted[i] = engine_->last_predicted_us();
+          predicted[i] = engine_->last_choice().predicted_us;
         }
       }
       if (!st.is_ok()) break;
@@ -89,7 +91,7 @@ Status Comm::calibrate_algorithms() {
     }
     if (!st.is_ok()) break;
   }
-  engine_->config_.algo = saved;
+  engine_->force_algorithms(saved);
   tuned_.clear();
   EFACOLL_RETURN_IF_ERROR(st);
   std::vector<double> all(factors.size() * size_);

@@ -10,7 +10,8 @@
 #include <string>
 
 #include "common/log.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "tune/algo.h"
 #include "tune/trials.h"
 
@@ -55,8 +56,8 @@ std::string shape_text(const AlgoInputs& in, bool gpu) {
 
 }  // namespace
 
-TunedChoice Comm::choose_call(const AlgoInputs& in) {
-  const EngineConfig& config = engine_->config_;
+TunedChoice CommCore::choose_call(const AlgoInputs& in) {
+  const EngineConfig& config = engine_->config();
   if (!config.tune) {
     TunedChoice c;
     c.algo = choose_algo(in, config.algo);
@@ -103,7 +104,7 @@ TunedChoice Comm::choose_call(const AlgoInputs& in) {
   return tuned_[key] = c;
 }
 
-TunedChoice Comm::trial_choice(uint64_t key, ShapeTrial& t) {
+TunedChoice CommCore::trial_choice(uint64_t key, ShapeTrial& t) {
   TunedChoice c = t.current();
   c.on_trial = true;
   // Hierarchical GPU calls ask twice in one call: the ranks meet once.
@@ -119,7 +120,7 @@ TunedChoice Comm::trial_choice(uint64_t key, ShapeTrial& t) {
   return c;
 }
 
-void Comm::finish_trial_call(bool call_ok) {
+void CommCore::finish_trial_call(bool call_ok) {
   trial_call_.running = false;
   auto it = trials_.find(trial_call_.key);
   if (it == trials_.end()) return;

@@ -9,7 +9,8 @@
 #include "core/executor.h"
 #include "core/late_sends.h"
 #include "core/staging.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/growing_device_buffer.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
@@ -69,9 +70,11 @@ bool provider_takes_gpu_buffers(const TransportInfo& ti, const CollArgs& args, M
     if (id == 0 || refused->count(id) == 0) {
       const Status st = mrs->acquire(held, ptr, bytes, id, MemKind::kDevice, args.device, region);
       if (st.is_ok()) return true;
-      EFACOLL_INFO(kNet, "GPU buffer %p (allocation %llu) cannot be registered with %s: %s; its "
-                   "calls are staged through host memory", ptr,
-                   static_cast<unsigned long long>(id), ti.provider.c_str(), st.message().c_str());
+      EFACOLL_INFO(kNet,
+                   "GPU buffer %p (allocation %llu) cannot be registered with %s: %s; its "
+                   "calls are staged through host memory",
+                   ptr, static_cast<unsigned long long>(id), ti.provider.c_str(),
+                   st.message().c_str());
       if (id != 0) {
         if (refused->size() >= kUnregistrableKept) refused->clear();
         refused->insert(id);
@@ -87,14 +90,14 @@ bool provider_takes_gpu_buffers(const TransportInfo& ti, const CollArgs& args, M
 
 }  // namespace
 
-Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
-                          size_t recv_bytes, size_t chunk_bytes) {
+Status CommCore::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_bytes,
+                              size_t recv_bytes, size_t chunk_bytes) {
   const bool gpu = is_gpu(args.recv_mem);
   const int device = args.device;
-  Transport* t = engine_->transport_.get();
+  Transport* t = engine_->transport();
   HostLocalOps host_ops;
   LocalOps* local = &host_ops;
-  CallResources held_gpu(engine_->gpu_.get(), device, engine_->stages_.get());
+  CallResources held_gpu(engine_->gpu(), device, engine_->stages());
   if (gpu) EFACOLL_RETURN_IF_ERROR(held_gpu.take_local_ops(&local));
   engine_->release_retired_memory();
   EFACOLL_RETURN_IF_ERROR(ensure_scratch(schedule.scratch_bytes, gpu, device));
@@ -104,15 +107,15 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   bufs.recv = args.recvbuf;
   bufs.scratch = gpu ? gpu_scratch_->ptr : scratch_.data();
   bufs.send_on_gpu = bufs.recv_on_gpu = bufs.scratch_on_gpu = gpu;
-  MrCache* mrs = engine_->mr_cache_.get();
+  MrCache* mrs = engine_->mr_cache();
   MrCache::Call held;
   const bool staged =
-      gpu && !provider_takes_gpu_buffers(t->info(), args, mrs, &engine_->unregistrable_gpu_buffers_,
+      gpu && !provider_takes_gpu_buffers(t->info(), args, mrs, engine_->unregistrable_gpu_buffers(),
                                          send_bytes, recv_bytes, &held, &bufs);
   if (staged) {
     StagePlan plan;
     plan.slot_bytes = std::max<size_t>(1, largest_message(schedule));
-    plan.send_slots = plan.recv_slots = std::max(1, engine_->config_.stage_slots);
+    plan.send_slots = plan.recv_slots = std::max(1, engine_->config().stage_slots);
     schedule = stage_network_ops(schedule, GpuBuffers{true, true, true}, plan);
     EFACOLL_RETURN_IF_ERROR(held_gpu.take_stage(plan.total_bytes(), lendable_lock()));
     bufs.stage = held_gpu.stage()->ptr;
@@ -162,11 +165,11 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   }
   ctx.signature = given_signature(args.abandoned, args.kind, args.dtype, args.op, count);
   ctx.count = count;
-  ctx.timeout = engine_->config_.timeout;
-  ctx.max_posted = engine_->transport_->info().max_posted;
+  ctx.timeout = engine_->config().timeout;
+  ctx.max_posted = engine_->transport()->info().max_posted;
   ctx.yield_lock = lendable_lock();
-  ctx.late_sends = engine_->late_sends_.get();
-  engine_->late_sends_->retry();
+  ctx.late_sends = engine_->late_sends();
+  engine_->late_sends()->retry();
   ctx.on_stall = std::move(stall_check_);
   stall_check_ = nullptr;
   ctx.what = std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) +
@@ -178,8 +181,8 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
                 chunk_bytes);
   unsigned late_write_targets = 0;
   ctx.late_write_targets = &late_write_targets;
-  GpuRuntime* runtime = engine_->gpu_.get();
-  const EngineConfig::GdrFlush flush = engine_->config_.gdr_flush;
+  GpuRuntime* runtime = engine_->gpu();
+  const EngineConfig::GdrFlush flush = engine_->config().gdr_flush;
   if (gpu && !staged && flush != EngineConfig::GdrFlush::kOff &&
       (flush == EngineConfig::GdrFlush::kOn || runtime->network_writes_need_flush(device))) {
     ctx.flush_network_writes = [runtime, device] { return runtime->flush_network_writes(device); };
@@ -190,8 +193,7 @@ Status Comm::run_schedule(const CollArgs& args, Schedule& schedule, size_t send_
   Status done = local->finish();
   if (result.is_ok()) result = done;
   // A failed call's receives may still be posted, or written late: its registrations stay open.
-  const bool still_in_use =
-      late_write_targets != 0 || (!result.is_ok() && t->holds_operations());
+  const bool still_in_use = late_write_targets != 0 || (!result.is_ok() && t->holds_operations());
   if (mrs) mrs->end_call(&held, still_in_use);
   if (late_write_targets != 0) {
     const bool stage_named = (late_write_targets >> static_cast<unsigned>(BufId::kStage)) & 1u;

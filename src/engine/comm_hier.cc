@@ -13,7 +13,8 @@
 
 #include "coll/ring_layout.h"
 #include "common/log.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 
@@ -52,7 +53,7 @@ class SubsetBootstrap : public Bootstrap {
 
 // Collective at its first call. Every rank learns the same answer: a node whose GPUs cannot
 // reach each other sends the whole communicator down the staged fabric path.
-bool Comm::hier_gpu_usable(int device) {
+bool CommCore::hier_gpu_usable(int device) {
   if (hier_) return hier_->usable && hier_->device == device;
   hier_ = std::make_unique<HierState>();
   HierState& h = *hier_;
@@ -80,10 +81,10 @@ bool Comm::hier_gpu_usable(int device) {
     int32_t ok;
     char uuid[16];
   } mine = {};
-  mine.ok = st.is_ok() && st2.is_ok() && engine_->config_.ipc_chunk_bytes > 0 &&
+  mine.ok = st.is_ok() && st2.is_ok() && engine_->config().ipc_chunk_bytes > 0 &&
             h.node->one_node_ && h.node->ipc_usable(device);
   std::string uuid;
-  if (engine_->gpu_->device_uuid(device, &uuid).is_ok()) {
+  if (engine_->gpu()->device_uuid(device, &uuid).is_ok()) {
     std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
   }
   std::vector<Blob> all(size_);
@@ -101,7 +102,7 @@ bool Comm::hier_gpu_usable(int device) {
 
 // Reduce-scatter goes hierarchical only with equal blocks (MPI_Reduce_scatter_block's shape);
 // the same answer on every rank, since all pass the same counts.
-bool Comm::hier_gpu_fits(const CollArgs& args) const {
+bool CommCore::hier_gpu_fits(const CollArgs& args) const {
   if (args.kind != CollKind::kReduceScatter) return true;
   for (int r = 1; r < size_; ++r) {
     if (args.recvcounts[r] != args.recvcounts[0]) return false;
@@ -114,9 +115,9 @@ bool Comm::hier_gpu_fits(const CollArgs& args) const {
 // mismatch instead of at EFACOLL_TIMEOUT (a rank of another node whose own phases matched), and
 // every sub-communicator's sequence advances alike on all its ranks. The first error is the
 // call's.
-class Comm::PhaseRunner {
+class CommCore::PhaseRunner {
  public:
-  void run(Comm& sub, CollArgs args) {
+  void run(CommCore& sub, CollArgs args) {
     args.abandoned = !first_.is_ok();
     local(sub.run_locked(args));
   }
@@ -130,16 +131,18 @@ class Comm::PhaseRunner {
   Status first_;
 };
 
-Status Comm::run_hier_gpu(const CollArgs& args) {
+Status CommCore::run_hier_gpu(const CollArgs& args) {
   // Memory earlier calls retired is released here too when it can be, before the phases: inside
   // them nothing is (comm_late_writes.cc), and where every call is hierarchical no fabric schedule
   // runs outside them.
   engine_->release_retired_memory();
   struct UnderWay {
-    explicit UnderWay(int* count) : count_(count) { ++*count_; }
-    ~UnderWay() { --*count_; }
-    int* count_;
-  } under_way(&engine_->hierarchical_calls_under_way_);
+    explicit UnderWay(EngineCore* engine) : engine_(engine) {
+      engine_->hierarchical_call_started();
+    }
+    ~UnderWay() { engine_->hierarchical_call_ended(); }
+    EngineCore* engine_;
+  } under_way(engine_);
   switch (args.kind) {
     case CollKind::kAllgather:
       return run_hier_gpu_allgather(args);
@@ -150,9 +153,9 @@ Status Comm::run_hier_gpu(const CollArgs& args) {
   }
 }
 
-Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
+Status CommCore::run_hier_gpu_allgather(const CollArgs& args) {
   HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu_.get();
+  GpuRuntime* gpu = engine_->gpu();
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t block = args.count * dtype_size(args.dtype);
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
@@ -194,9 +197,9 @@ Status Comm::run_hier_gpu_allgather(const CollArgs& args) {
   return Status::ok();
 }
 
-Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
+Status CommCore::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu_.get();
+  GpuRuntime* gpu = engine_->gpu();
   const int per_node = hier_per_node_, nodes = size_ / per_node;
   const size_t count = args.recvcounts[0], block = count * dtype_size(args.dtype);
   const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
@@ -240,9 +243,9 @@ Status Comm::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   return phases.result();
 }
 
-Status Comm::run_hier_gpu_allreduce(const CollArgs& args) {
+Status CommCore::run_hier_gpu_allreduce(const CollArgs& args) {
   HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu_.get();
+  GpuRuntime* gpu = engine_->gpu();
   const int per_node = hier_per_node_, local = rank_ % per_node;
   const size_t esize = dtype_size(args.dtype);
   // even_blocks puts the larger blocks first: every block fits in blocks[0].

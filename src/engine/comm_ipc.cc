@@ -10,18 +10,19 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coll/builders.h"
+#include "coll/registry.h"
 #include "coll/ring_layout.h"
 #include "common/log.h"
 #include "core/call_signature.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/transport.h"
 
 namespace efacoll {
 
-Status Comm::host_allgather(const void* in, size_t bytes, void* out, size_t chunk_bytes) {
+Status CommCore::host_allgather(const void* in, size_t bytes, void* out, size_t chunk_bytes) {
   CollArgs a;
   a.kind = CollKind::kAllgather;
   a.sendbuf = in;
@@ -33,27 +34,28 @@ Status Comm::host_allgather(const void* in, size_t bytes, void* out, size_t chun
   ring.nranks = size_;
   ring.elem_size = 1;
   ring.block_counts.assign(size_, bytes);
-  ring.chunk_bytes = chunk_bytes ? chunk_bytes : engine_->config_.chunk_bytes;
+  ring.chunk_bytes = chunk_bytes ? chunk_bytes : engine_->config().chunk_bytes;
   Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(build_ring_allgather(ring, &schedule));
+  EFACOLL_RETURN_IF_ERROR(build_call_schedule(
+      *find_schedule_builder(Algo::kRing, CollKind::kAllgather), ring, 0, 1, &schedule));
   return run_schedule(a, schedule, bytes, bytes * size_, ring.chunk_bytes);
 }
 
 // Collective: every member must call it at the same point (the first GPU call that could use
 // IPC). Everyone learns the same answer, so either all use IPC or none does.
-bool Comm::ipc_usable(int device) {
+bool CommCore::ipc_usable(int device) {
   if (ipc_) return ipc_->usable && ipc_->device == device;
   ipc_ = std::make_unique<IpcState>();
   IpcState& s = *ipc_;
-  s.gpu = engine_->gpu_.get();
-  s.mappings = engine_->ipc_mappings_.get();
+  s.gpu = engine_->gpu();
+  s.mappings = engine_->ipc_mappings();
   s.device = device;
-  s.half = engine_->config_.ipc_chunk_bytes;
-  const size_t ll_slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
+  s.half = engine_->config().ipc_chunk_bytes;
+  const size_t ll_slot = ll_slot_bytes(engine_->config().ipc_ll_max_bytes, size_);
   const bool ll_wanted = ll_slot > 0;
   s.ll_region.slot_bytes = ll_wanted ? ll_slot : 0;
   s.ll_region.nranks = ll_wanted ? size_ : 0;
-  s.ll_seq = engine_->config_.ipc_ll_seq_start;
+  s.ll_seq = engine_->config().ipc_ll_seq_start;
   struct Blob {
     uint8_t handle[GpuRuntime::kIpcHandleBytes];
     char uuid[16];
@@ -73,7 +75,7 @@ bool Comm::ipc_usable(int device) {
   if (st.is_ok()) st = s.gpu->device_uuid(device, &uuid);
   std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
   mine.device = device;
-  mine.process = engine_->process_key_;
+  mine.process = engine_->process_key();
   mine.ok = st.is_ok();
   std::vector<Blob> all(size_);
   if (!host_allgather(&mine, sizeof(mine), all.data()).is_ok()) return false;
@@ -114,8 +116,8 @@ IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring) {
 }
 
 // kMismatch where a rank's key differs from this rank's; `keys` by rank.
-Status Comm::compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
-                              const std::vector<IpcCallKey>& keys) const {
+Status CommCore::compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
+                                  const std::vector<IpcCallKey>& keys) const {
   for (int p = 0; p < size_; ++p) {
     std::string why = describe_mismatch(mine.signature, keys[p].signature, p);
     if (why.empty() && keys[p].count != mine.count) {
@@ -133,7 +135,7 @@ Status Comm::compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
 
 // Every rank passes every barrier even after a local failure (it skips its work instead): a
 // rank that left early would leave its peers waiting and the next call out of step.
-Status Comm::run_ipc(const CollArgs& args, const RingArgs& ring) {
+Status CommCore::run_ipc(const CollArgs& args, const RingArgs& ring) {
   IpcState& s = *ipc_;
   GpuRuntime* gpu = s.gpu;
   const size_t esize = dtype_size(args.dtype);

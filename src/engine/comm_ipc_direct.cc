@@ -8,7 +8,8 @@
 #include <cstring>
 
 #include "coll/ring_layout.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
@@ -37,11 +38,11 @@ Status map_peer(IpcState& s, IpcMappings::Call* call, int peer, const IpcBufferR
 
 }  // namespace
 
-bool Comm::ipc_direct_possible(const CollArgs& args) const {
-  return engine_->config_.ipc_direct && !(args.kind == CollKind::kReduceScatter && args.inplace);
+bool CommCore::ipc_direct_possible(const CollArgs& args) const {
+  return engine_->config().ipc_direct && !(args.kind == CollKind::kReduceScatter && args.inplace);
 }
 
-Status Comm::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
+Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   IpcState& s = *ipc_;
   GpuRuntime* gpu = s.gpu;
   const size_t esize = dtype_size(args.dtype);

@@ -3,7 +3,8 @@
 #include <vector>
 
 #include "core/call_signature.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
 #include "gpu/gpu_runtime.h"
@@ -13,15 +14,15 @@ namespace efacoll {
 
 // Same answer on every rank: it depends only on the call's shape, which all ranks share. The
 // plan (sizes, offsets, segments) is what run_ipc_ll then fills with buffers.
-bool Comm::ipc_ll_plan(const CollArgs& args, LlCall* call) const {
-  const size_t slot = ll_slot_bytes(engine_->config_.ipc_ll_max_bytes, size_);
+bool CommCore::ipc_ll_plan(const CollArgs& args, LlCall* call) const {
+  const size_t slot = ll_slot_bytes(engine_->config().ipc_ll_max_bytes, size_);
   return slot > 0 && ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_,
                              size_, args.inplace, slot, call);
 }
 
 // Every GPU call inside the node takes the next sequence, whichever protocol it runs: ranks
 // whose calls differ (one small enough for this protocol, one not) stay in step after the error.
-Status Comm::advance_ll_seq() {
+Status CommCore::advance_ll_seq() {
   IpcState& s = *ipc_;
   uint64_t next = s.ll_seq + 1;
   if (static_cast<uint32_t>(next) == 0) {
@@ -40,7 +41,7 @@ Status Comm::advance_ll_seq() {
   return Status::ok();
 }
 
-Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
+Status CommCore::run_ipc_ll(const CollArgs& args, LlCall& call) {
   IpcState& s = *ipc_;
   call.dtype = args.dtype;
   call.op = args.op;
@@ -58,23 +59,22 @@ Status Comm::run_ipc_ll(const CollArgs& args, LlCall& call) {
   call.key = ll_call_key(signature, whole);
   call.seq = s.ll_seq;
   call.timeout_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config_.timeout).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config().timeout).count());
   // The lock is lent while the kernel waits for the peers, as fabric calls lend it: the peers'
   // threads may run another communicator's call first, and this process's thread for that call
   // must get in meanwhile (the runtime gives each call streams of its own).
-  std::unique_lock<std::mutex>* lock = engine_->config_.ipc_ll_lend ? lendable_lock() : nullptr;
+  std::unique_lock<std::mutex>* lock = engine_->config().ipc_ll_lend ? lendable_lock() : nullptr;
   call.lends_lock = lock != nullptr;
   LlFault fault;
   Status st;
-  // Counted while the kernel may run: GPU memory given back meanwhile waits (Engine::
+  // Counted while the kernel may run: GPU memory given back meanwhile waits (EngineCore::
   // give_back_gpu_memory), since freeing it would wait for this kernel, and so for its peers.
-  ++engine_->ll_kernels_under_way_;
+  engine_->ll_kernel_started();
   {
     LockLent lent(lock);
     st = s.gpu->run_ll(s.device, call, &fault);
   }
-  --engine_->ll_kernels_under_way_;
-  engine_->free_unused_gpu_memory();
+  engine_->ll_kernel_ended();
   const std::string what =
       std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
   if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());

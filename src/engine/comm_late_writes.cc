@@ -13,7 +13,8 @@
 
 #include "common/log.h"
 #include "core/schedule.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/gpu_memory_to_free.h"
 #include "engine/growing_device_buffer.h"
 #include "engine/hier_state.h"
@@ -23,19 +24,19 @@
 
 namespace efacoll {
 
-void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
-                                     const std::string& what, StageSet* stage) {
+void CommCore::retire_late_write_targets(unsigned targets, const CollArgs& args,
+                                         const std::string& what, StageSet* stage) {
   auto named = [targets](BufId id) { return (targets >> static_cast<unsigned>(id)) & 1u; };
-  MrCache* mrs = engine_->mr_cache_.get();
+  MrCache* mrs = engine_->mr_cache();
   std::string retired;
   auto retire_note = [&](const char* what_memory, size_t bytes) {
-    engine_->retired_bytes_held_ += bytes;
-    engine_->retired_bytes_total_ += bytes;
+    engine_->retired().bytes_held += bytes;
+    engine_->retired().bytes_total += bytes;
     retired += std::string(retired.empty() ? "" : ", ") + what_memory + " (" +
                std::to_string(bytes) + " B)";
   };
-  GpuMemoryToFree* retired_gpu = engine_->retired_gpu_.get();
-  // Out of use: the next call that needs it grows a new one (Comm::grow).
+  GpuMemoryToFree* retired_gpu = engine_->retired().gpu.get();
+  // Out of use: the next call that needs it grows a new one (CommCore::grow).
   auto retire_device = [&](GrowingDeviceBuffer* b, const char* what_memory) {
     if (mrs && b->buffer_id != 0) mrs->retire(b->buffer_id);
     retired_gpu->add_device(b->device, b->ptr, b->bytes);
@@ -50,7 +51,7 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
       if (gpu_scratch_->ptr != nullptr) retire_device(gpu_scratch_.get(), "GPU scratch");
     } else if (!scratch_.empty()) {
       retire_note("scratch", scratch_.size());
-      engine_->retired_host_.push_back(std::move(scratch_));
+      engine_->retired().host.push_back(std::move(scratch_));
       scratch_.clear();
     }
   }
@@ -58,7 +59,7 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
     if (mrs) mrs->retire(stage->id);
     const size_t bytes = stage->bytes;  // retire() ends the set
     retire_note("staging slots", bytes);
-    retired_gpu->add_pinned(engine_->stages_->retire(stage), bytes);
+    retired_gpu->add_pinned(engine_->stages()->retire(stage), bytes);
   }
   bool recv_named = named(BufId::kRecv), send_named = named(BufId::kSend) && !args.inplace;
   // The call's buffers may be ours, not the user's: a small GPU call's pinned copies
@@ -71,10 +72,10 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
     return base != nullptr && q >= b && q < b + bytes;
   };
   auto retire_ours_at = [&](const void* buffer) {
-    // An abandoned phase after the one that retired it (Comm::PhaseRunner) runs there still.
+    // An abandoned phase after the one that retired it (CommCore::PhaseRunner) runs there still.
     for (const GpuMemoryToFree::Block& b : retired_gpu->blocks)
       if (within(buffer, b.ptr, b.bytes)) return true;
-    for (Comm* c = this; c != nullptr; c = c->parent_) {
+    for (CommCore* c = this; c != nullptr; c = c->parent_) {
       if (within(buffer, c->pinned_, c->pinned_bytes_)) {
         retired_gpu->add_pinned(c->pinned_, c->pinned_bytes_);
         retire_note("pinned copies of GPU buffers", c->pinned_bytes_);
@@ -114,31 +115,31 @@ void Comm::retire_late_write_targets(unsigned targets, const CollArgs& args,
       user_buffer ? (retired.empty() ? "the user's buffer may still change"
                                      : "; the user's buffer may still change")
                   : "",
-      engine_->retired_bytes_held_);
+      engine_->retired().bytes_held);
 }
 
 // A sender that never meets the clear-to-send in its call (it gave up first, or its call had
 // fewer messages) answers it when it drops what the failed call left (comm_stale.cc: 32 calls
 // on, where the provider can peek). Until then, and for good where the sender died or the
 // provider cannot peek (shm), the memory stays retired: a late sender looks the same.
-void Engine::release_retired_memory() {
+void EngineCore::release_retired_memory() {
   const size_t retired_registrations = mr_cache_ ? mr_cache_->retired() : 0;
-  if (retired_bytes_held_ == 0 && retired_registrations == 0) return;
+  if (retired_->bytes_held == 0 && retired_registrations == 0) return;
   if (hierarchical_calls_under_way_ > 0) return;
   if (transport_->late_writes_awaited() > 0 || transport_->holds_operations()) return;
   if (mr_cache_ && !mr_cache_->close_retired()) return;
-  if (retired_bytes_held_ == 0) return;  // registrations alone: nothing else to free
+  if (retired_->bytes_held == 0) return;  // registrations alone: nothing else to free
   EFACOLL_INFO(kNet, "released %zu B retired after failed calls: every late write has come",
-               retired_bytes_held_);
+               retired_->bytes_held);
   free_retired_memory();
 }
 
-void Engine::free_retired_memory() {
-  retired_host_.clear();
-  retired_bytes_held_ = 0;
-  if (retired_gpu_ && !retired_gpu_->empty()) {
+void EngineCore::free_retired_memory() {
+  retired_->host.clear();
+  retired_->bytes_held = 0;
+  if (retired_->gpu && !retired_->gpu->empty()) {
     GpuMemoryToFree memory;
-    memory.append(retired_gpu_.get());
+    memory.append(retired_->gpu.get());
     give_back_gpu_memory(std::move(memory));
   }
 }

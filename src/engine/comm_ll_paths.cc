@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "core/call_signature.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/ipc_state.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
@@ -22,7 +23,7 @@ std::string describe_ll_mismatch(uint32_t signature, uint64_t count, uint32_t th
          std::to_string(count);
 }
 
-Status Comm::read_ll_keys(std::vector<uint64_t>* words) {
+Status CommCore::read_ll_keys(std::vector<uint64_t>* words) {
   IpcState& s = *ipc_;
   const int parity = static_cast<int>(s.ll_seq & 1);
   words->assign(size_, 0);
@@ -30,7 +31,7 @@ Status Comm::read_ll_keys(std::vector<uint64_t>* words) {
                      size_ * sizeof(uint64_t));
 }
 
-void Comm::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
+void CommCore::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
   IpcState& s = *ipc_;
   const uint64_t seq = s.ll_seq;
   const uint64_t word = ll_key_word(seq, ll_call_key(call.signature, call.count, path));
@@ -64,7 +65,7 @@ void Comm::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
   };
 }
 
-Status Comm::join_peers_exchange(const IpcCallKey& call) {
+Status CommCore::join_peers_exchange(const IpcCallKey& call) {
   std::vector<uint64_t> words;
   EFACOLL_RETURN_IF_ERROR(read_ll_keys(&words));
   for (int p = 0; p < size_; ++p) {

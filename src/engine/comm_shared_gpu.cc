@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "common/log.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/growing_device_buffer.h"
 #include "engine/ipc_state.h"
 #include "engine/ring_plan.h"
@@ -50,7 +51,7 @@ struct Readiness {
 }  // namespace
 
 // One timed call: its shape and size, and what each way runs.
-struct Comm::MeasuredCall {
+struct CommCore::MeasuredCall {
   int shape = 0;     // in kSharedGpuShapes
   double bytes = 0;  // the point, then the call's bytes as the cost model reads them
   CollArgs args;     // args.recvcounts points into recvcounts (set again before use)
@@ -63,8 +64,8 @@ struct Comm::MeasuredCall {
   double ipc_predicted = 0;
 };
 
-Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double ipc_model_us,
-                            NodePath* path) {
+const SharedGpuPick& CommCore::shared_gpu_pick(const CollArgs& args, const RingPlan& plan,
+                                               double ipc_model_us) {
   const size_t bytes = call_bytes(plan.ring);
   const bool via_host = takes_host_copies(args.kind, plan.ring);
   const uint64_t key = pick_key(bytes, args.kind, args.inplace, via_host);
@@ -85,29 +86,19 @@ Status Comm::shared_gpu_way(const CollArgs& args, const RingPlan& plan, double i
                 "(measured extras added)",
                 coll_name(args.kind), bytes, size_, ipc_direct_possible(args) ? "direct" : "rounds",
                 pick.ipc_us, via_host ? "host copies" : "staged", pick.fabric_us);
-  if (pick.fabric_faster) {
-    *path = NodePath::kFabric;
-    node_fabric_extra_us_ = pick.fabric_extra_us;  // the fabric's choice is recorded when planned
-    return Status::ok();
-  }
-  *path = NodePath::kIpcDirect;
-  TunedChoice choice;
-  choice.algo = Algo::kIpc;
-  choice.predicted_us = pick.ipc_us;
-  engine_->record_call(choice, ipc_direct_possible(args) ? "IPC direct" : "IPC rounds");
-  return Status::ok();
+  return pick;
 }
 
-std::vector<TunedChoice> Comm::fabric_candidates(CollKind kind, const RingArgs& ring) const {
-  const EngineConfig& config = engine_->config_;
+std::vector<TunedChoice> CommCore::fabric_candidates(CollKind kind, const RingArgs& ring) const {
+  const EngineConfig& config = engine_->config();
   const AlgoInputs in = algo_inputs(kind, ring, hier_per_node_, config);
   if (config.tune_trials > 0 && in.bytes > 0) return near_candidates(model_, in, kTrialMargin);
   return {tune_algo(model_, in, AlgoOverrides(), false)};
 }
 
-Status Comm::measure_shared_gpu(int device) {
+Status CommCore::measure_shared_gpu(int device) {
   SharedGpuPaths& paths = ipc_->shared_paths;
-  const EngineConfig& config = engine_->config_;
+  const EngineConfig& config = engine_->config();
   std::vector<MeasuredCall> calls;
   size_t most = 0;
   // Every shape, even of a collective with an algorithm forced now: efacoll_set_algo may
@@ -130,8 +121,8 @@ Status Comm::measure_shared_gpu(int device) {
   if (st.is_ok()) st = grow(recv, device, most);
   // Zeros (in place, recv holds the input): garbage floats may be denormals, which the host
   // copies' reduction runs slowly. Sums of zeros keep them zeros.
-  if (st.is_ok()) st = engine_->gpu_->zero(send.ptr, most);
-  if (st.is_ok()) st = engine_->gpu_->zero(recv.ptr, most);
+  if (st.is_ok()) st = engine_->gpu()->zero(send.ptr, most);
+  if (st.is_ok()) st = engine_->gpu()->zero(recv.ptr, most);
   for (MeasuredCall& c : calls) {
     if (!st.is_ok()) break;
     st = plan_measured_call(device, send, recv, &c);
@@ -202,8 +193,8 @@ Status Comm::measure_shared_gpu(int device) {
   return Status::ok();
 }
 
-Status Comm::plan_measured_call(int device, const GrowingDeviceBuffer& send,
-                                const GrowingDeviceBuffer& recv, MeasuredCall* c) {
+Status CommCore::plan_measured_call(int device, const GrowingDeviceBuffer& send,
+                                    const GrowingDeviceBuffer& recv, MeasuredCall* c) {
   const SharedGpuShape& shape = kSharedGpuShapes[c->shape];
   const size_t floats = c->bytes / sizeof(float);
   const size_t per_rank = std::max<size_t>(floats / size_, 1);
@@ -222,7 +213,7 @@ Status Comm::plan_measured_call(int device, const GrowingDeviceBuffer& send,
   a.count = shape.kind == CollKind::kAllreduce ? floats : per_rank;
   a.recvcounts = c->recvcounts.data();
   const size_t chunk =
-      std::min(engine_->config_.chunk_bytes, engine_->transport_->info().max_msg_size);
+      std::min(engine_->config().chunk_bytes, engine_->transport()->info().max_msg_size);
   EFACOLL_RETURN_IF_ERROR(plan_ring(a, rank_, size_, chunk, &c->plan));
   CostInputs in;
   in.kind = shape.kind;
@@ -236,7 +227,7 @@ Status Comm::plan_measured_call(int device, const GrowingDeviceBuffer& send,
   return Status::ok();
 }
 
-Status Comm::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
+Status CommCore::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
   c.args.recvcounts = c.recvcounts.data();
   // Way 0 is IPC (direct, or in rounds where it cannot), way 1 + i the fabric's candidate i.
   const size_t ways = 1 + c.fabric.size();
@@ -244,16 +235,15 @@ Status Comm::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
   Status st;
   for (int rep = -1; rep < kRepeats && st.is_ok(); ++rep) {  // -1: a warm-up
     for (size_t way = 0; way < ways && st.is_ok(); ++way) {
-      timed_choice_ = way ? &c.fabric[way - 1] : nullptr;
       const auto start = std::chrono::steady_clock::now();
       for (int b = 0; b < kBatch && st.is_ok(); ++b) {
         RingPlan p = c.plan;
         if (way == 0) {
           st = c.direct ? run_ipc_direct(c.args, p.ring) : run_ipc(c.args, p.ring);
         } else if (c.via_host) {
-          st = run_gpu_via_host(c.args, p.ring, p.send_bytes, p.recv_bytes, p.result_bytes);
+          st = run_gpu_via_host(c.args, p, c.fabric[way - 1], 0);
         } else {
-          st = run_planned_schedule(c.args, p);
+          st = run_planned_schedule(c.args, p, c.fabric[way - 1], 0);
         }
       }
       const std::chrono::duration<double, std::micro> spent =
@@ -261,7 +251,6 @@ Status Comm::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
       if (rep >= 0) t[way].push_back(spent.count() / kBatch);
     }
   }
-  timed_choice_ = nullptr;
   EFACOLL_RETURN_IF_ERROR(st);
   for (std::vector<double>& way : t) {
     std::sort(way.begin(), way.end());
@@ -270,8 +259,8 @@ Status Comm::time_measured_call(MeasuredCall& c, std::vector<double>* medians) {
   return Status::ok();
 }
 
-void Comm::record_measured_calls(const std::vector<MeasuredCall>& calls,
-                                 const std::vector<double>& all) {
+void CommCore::record_measured_calls(const std::vector<MeasuredCall>& calls,
+                                     const std::vector<double>& all) {
   SharedGpuPaths& paths = ipc_->shared_paths;
   const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;

@@ -18,7 +18,8 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/executor.h"
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "transport/tag.h"
 #include "transport/transport.h"
 
@@ -127,12 +128,12 @@ Status take_one(Transport* t, PeerAddr peer, uint64_t tag, uint32_t seq,
 
 }  // namespace
 
-void Comm::remember_failed_call(uint32_t seq) {
+void CommCore::remember_failed_call(uint32_t seq) {
   if (failed_seqs_.size() >= kMaxFailedKept) failed_seqs_.erase(failed_seqs_.begin());
   failed_seqs_.push_back(seq);
 }
 
-void Comm::drop_stale_messages() {
+void CommCore::drop_stale_messages() {
   for (auto it = failed_seqs_.begin(); it != failed_seqs_.end();) {
     if (seq_ - *it < kTagSeqValues / 2) {
       ++it;
@@ -149,9 +150,9 @@ void Comm::drop_stale_messages() {
 
 // A clear-to-send among them asks for data this rank will never write: answered, its receiver
 // can free the memory it retired for that write (comm_late_writes.cc).
-bool Comm::answer_stale(const void* message, size_t bytes) {
-  Transport* t = engine_->transport_.get();
-  const std::chrono::milliseconds timeout = engine_->config_.timeout;
+bool CommCore::answer_stale(const void* message, size_t bytes) {
+  Transport* t = engine_->transport();
+  const std::chrono::milliseconds timeout = engine_->config().timeout;
   auto answer = std::make_unique<StaleOp>();
   Status st = t->answer_stale(message, bytes, peers_, answer.get());
   if (st.code() == Code::kUnsupported) return false;
@@ -164,9 +165,9 @@ bool Comm::answer_stale(const void* message, size_t bytes) {
   return st.is_ok();
 }
 
-Status Comm::drop_messages_of(uint32_t seq) {
-  Transport* t = engine_->transport_.get();
-  const std::chrono::milliseconds timeout = engine_->config_.timeout;
+Status CommCore::drop_messages_of(uint32_t seq) {
+  Transport* t = engine_->transport();
+  const std::chrono::milliseconds timeout = engine_->config().timeout;
   int dropped = 0, answered = 0;
   // Tagged by each sender; a clear-to-send carries the rank of the data's sender: this one.
   for (int sender = 0; sender < size_; ++sender) {

@@ -1,5 +1,3 @@
-#include "efacoll/engine.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/late_sends.h"
+#include "engine/comm_core.h"
+#include "engine/engine_core.h"
 #include "engine/gpu_memory_to_free.h"
 #include "engine/ipc_mappings.h"
 #include "engine/stage_pool.h"
@@ -28,15 +28,13 @@ constexpr auto kLateNoticesAtClose = std::chrono::milliseconds(500);
 
 }  // namespace
 
-Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config)
-    : Engine(std::move(transport), config, nullptr) {}
-
-Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
-               std::unique_ptr<GpuRuntime> gpu)
+EngineCore::EngineCore(std::unique_ptr<Transport> transport, const EngineConfig& config,
+                       std::unique_ptr<GpuRuntime> gpu)
     : transport_(std::move(transport)),
       config_(config),
       gpu_(std::move(gpu)),
-      late_sends_(std::make_unique<LateSends>(transport_.get())) {
+      late_sends_(std::make_unique<LateSends>(transport_.get())),
+      retired_(std::make_unique<RetiredMemory>()) {
   config_.max_chunk_bytes = std::min(config_.max_chunk_bytes, transport_->info().max_msg_size);
   const TransportInfo& ti = transport_->info();
   // FI_MR_HMEM: device memory is always registered, even for local use.
@@ -46,7 +44,7 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (gpu_) {
     GpuRuntime* rt = gpu_.get();
     unused_gpu_memory_ = std::make_unique<GpuMemoryToFree>();
-    retired_gpu_ = std::make_unique<GpuMemoryToFree>();
+    retired_->gpu = std::make_unique<GpuMemoryToFree>();
     ipc_mappings_ = std::make_unique<IpcMappings>(
         [rt](const void* handle, void** out) { return rt->ipc_open(handle, out); },
         [this](void* mapped) { give_back_gpu_memory(GpuMemoryToFree::ipc_mapping(mapped)); },
@@ -70,23 +68,33 @@ Engine::Engine(std::unique_ptr<Transport> transport, const EngineConfig& config,
   if (config_.timeout.count() > 0) watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
-void Engine::give_back_gpu_memory(GpuMemoryToFree memory) {
+void EngineCore::give_back_gpu_memory(GpuMemoryToFree memory) {
   unused_gpu_memory_->append(&memory);
   free_unused_gpu_memory();
 }
 
 // Under the lock, with no low-latency kernel of this engine under way, none can start meanwhile:
 // the free waits only for work that ends by itself (copies, the application's kernels).
-void Engine::free_unused_gpu_memory() {
+void EngineCore::free_unused_gpu_memory() {
   if (ll_kernels_under_way_ > 0 || !unused_gpu_memory_ || unused_gpu_memory_->empty()) return;
   unused_gpu_memory_->free_all(gpu_.get());
 }
 
-void Engine::close_ipc_mappings_now() {
+void EngineCore::ll_kernel_ended() {
+  --ll_kernels_under_way_;
+  free_unused_gpu_memory();
+}
+
+void EngineCore::comm_freed(uint32_t id, bool nested) {
+  comm_ids_in_use_[id] = false;
+  if (nested) --nested_comms_;
+}
+
+void EngineCore::close_ipc_mappings_now() {
   if (unused_gpu_memory_) unused_gpu_memory_->close_ipc_mappings(gpu_.get());
 }
 
-void Engine::idle_progress_loop() {
+void EngineCore::idle_progress_loop() {
   while (!stopping_.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(config_.idle_progress);
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
@@ -99,7 +107,7 @@ void Engine::idle_progress_loop() {
 
 // The threads stop first; registrations go before the memory and the transport, and memory
 // that late writes may still reach only after the transport.
-Engine::~Engine() {
+EngineCore::~EngineCore() {
   {
     std::lock_guard<std::mutex> lock(watchdog_mutex_);
     stopping_ = true;
@@ -112,38 +120,38 @@ Engine::~Engine() {
   stages_.reset();        // its frees come back here (give_back_gpu_memory)
   ipc_mappings_.reset();  // and its closes
   free_unused_gpu_memory();
-  if (retired_bytes_held_ == 0) return;
+  if (retired_->bytes_held == 0) return;
   late_sends_.reset();
   if (transport_->holds_operations()) {
     // The provider stays open (~FabricTransport), and may still write what was retired.
-    for (auto& memory : retired_host_)
+    for (auto& memory : retired_->host)
       keep_alive(std::make_unique<std::vector<uint8_t>>(std::move(memory)));
-    retired_host_.clear();
+    retired_->host.clear();
     return;
   }
   transport_.reset();
   free_retired_memory();
 }
 
-const TransportInfo& Engine::transport_info() const { return transport_->info(); }
+const TransportInfo& EngineCore::transport_info() const { return transport_->info(); }
 
-const char* Engine::last_algorithm() const {
+const char* EngineCore::last_algorithm() const {
   std::lock_guard<std::mutex> lock(last_mutex_);
   return last_algorithm_;
 }
 
-TunedChoice Engine::last_choice() const {
+TunedChoice EngineCore::last_choice() const {
   std::lock_guard<std::mutex> lock(last_mutex_);
   return last_choice_;
 }
 
-void Engine::record_call(const TunedChoice& choice, const char* algorithm) {
+void EngineCore::record_call(const TunedChoice& choice, const char* algorithm) {
   std::lock_guard<std::mutex> lock(last_mutex_);
   last_choice_ = choice;
   last_algorithm_ = algorithm;
 }
 
-Status Engine::set_algo(const std::string& spec) {
+Status EngineCore::set_algo(const std::string& spec) {
   AlgoOverrides algo;
   EFACOLL_RETURN_IF_ERROR(parse_algo_overrides(spec, &algo));
   std::lock_guard<std::mutex> busy(busy_);
@@ -165,10 +173,6 @@ int equal_contiguous_nodes(const std::vector<std::string>& nodes) {
     if (r % per_node == 0 && !seen.insert(nodes[r]).second) return 0;
   }
   return per_node;
-}
-
-Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out) {
-  return create_comm(bootstrap, out, nullptr, nullptr);
 }
 
 namespace {
@@ -201,7 +205,7 @@ uint32_t pick_comm_id(const std::vector<uint8_t>& free_everywhere, int round, ui
 
 }  // namespace
 
-void Engine::offer_comm_ids(uint8_t* bitmap, bool nested) {
+void EngineCore::offer_comm_ids(uint8_t* bitmap, bool nested) {
   StateLock lock(busy_, nested);
   for (uint32_t id = 0; id < kMaxCommIds; ++id) {
     if (!comm_ids_in_use_[id] && !comm_ids_reserved_[id])
@@ -211,7 +215,7 @@ void Engine::offer_comm_ids(uint8_t* bitmap, bool nested) {
 
 // Without concurrent creations, an id free everywhere when offered is still free. With them,
 // a second round confirms that no other creation on any member took it in the meantime.
-bool Engine::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status* st) {
+bool EngineCore::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status* st) {
   if (!config_.concurrent) {
     StateLock lock(busy_, nested);
     comm_ids_in_use_[id] = true;
@@ -234,8 +238,8 @@ bool Engine::take_comm_id(Bootstrap& bootstrap, uint32_t id, bool nested, Status
 
 // Every member computes the same choice from the same blobs, so all fail or all succeed, after
 // the same number of rounds.
-Status Engine::agree_comm_id(Bootstrap& over, bool nested, const std::vector<uint8_t>& payload,
-                             std::vector<uint8_t>* payloads, uint32_t* out) {
+Status EngineCore::agree_comm_id(Bootstrap& over, bool nested, const std::vector<uint8_t>& payload,
+                                 std::vector<uint8_t>* payloads, uint32_t* out) {
   const int n = over.size();
   // One blob per member: which communicator ids are free there, a random number, the payload.
   const size_t id_bytes = kMaxCommIds / 8, payload_at = id_bytes + sizeof(uint32_t);
@@ -273,8 +277,8 @@ Status Engine::agree_comm_id(Bootstrap& over, bool nested, const std::vector<uin
   return Status(Code::kUnsupported, "no communicator id free on every member");
 }
 
-Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
-                           const CostModel* inherit, Bootstrap* ids_over) {
+Status EngineCore::create_comm(Bootstrap& bootstrap, std::unique_ptr<CommCore>* out,
+                               const CostModel* inherit, Bootstrap* ids_over) {
   const int n = bootstrap.size();
   if (static_cast<uint32_t>(n) > kMaxRanksInTag) {
     return Status(Code::kUnsupported, "communicator larger than the tag can address");
@@ -331,32 +335,36 @@ Status Engine::create_comm(Bootstrap& bootstrap, std::unique_ptr<Comm>* out,
     nodes[r] = reinterpret_cast<const char*>(blob + blob_bytes - kHostBytes);
   }
 
-  // From here the id is ours: the communicator gives it back when it goes.
-  std::unique_ptr<Comm> comm(new Comm(this, bootstrap.rank(), n, id));
-  comm->nested_ = nested;  // ~Comm gives back its id and its count
-  comm->one_node_ = one_node;
-  comm->hier_per_node_ = equal_contiguous_nodes(nodes);
+  // From here the id is ours: the communicator gives it back when it goes (comm_freed).
+  CommCore::Setup setup;
+  setup.rank = bootstrap.rank();
+  setup.size = n;
+  setup.id = id;
+  setup.nested = nested;
+  setup.one_node = one_node;
+  setup.hier_per_node = equal_contiguous_nodes(nodes);
+  setup.model = inherit ? *inherit : config_.model;
   {
     StateLock lock(busy_, nested);
-    EFACOLL_RETURN_IF_ERROR(transport_->insert_peers(addresses, &comm->peers_));
+    Status st = transport_->insert_peers(addresses, &setup.peers);
+    if (!st.is_ok()) {
+      comm_freed(id, nested);
+      return st;
+    }
   }
-  comm->model_ = inherit ? *inherit : config_.model;
+  auto comm = std::make_unique<CommCore>(this, std::move(setup));
   if (config_.tune && config_.calibrate && !inherit) {
     std::unique_lock<std::mutex> busy(busy_);
-    comm->yield_lock_ = config_.concurrent ? &busy : nullptr;
-    Status st = comm->calibrate();
-    // Kept while it measures the algorithms: it forces them engine-wide meanwhile.
-    comm->yield_lock_ = nullptr;
-    if (st.is_ok()) st = comm->calibrate_algorithms();
-    busy.unlock();  // before ~Comm on failure, which takes it
+    Status st = comm->calibrate_at_creation(busy);
+    busy.unlock();  // before ~CommCore on failure, which takes it
     EFACOLL_RETURN_IF_ERROR(st);
   }
-  EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank_, n);
+  EFACOLL_INFO(kInit, "communicator %u: rank %d of %d", id, comm->rank(), n);
   *out = std::move(comm);
   return Status::ok();
 }
 
-ResourceUsage Engine::resource_usage() {
+ResourceUsage EngineCore::resource_usage() {
   std::lock_guard<std::mutex> busy(busy_);
   ResourceUsage u;
   u.communicators = comm_ids_in_use_.count() - nested_comms_;
@@ -367,8 +375,8 @@ ResourceUsage Engine::resource_usage() {
     u.mr_cache_capacity = mr_cache_->capacity();
     u.registrations = mr_cache_->registrations();
   }
-  u.retired_bytes_held = retired_bytes_held_;
-  u.retired_bytes_total = retired_bytes_total_;
+  u.retired_bytes_held = retired_->bytes_held;
+  u.retired_bytes_total = retired_->bytes_total;
   if (unused_gpu_memory_) {
     u.gpu_bytes_awaiting_free = unused_gpu_memory_->bytes();
     u.ipc_mappings_awaiting_close = unused_gpu_memory_->ipc_mappings();

@@ -1,4 +1,4 @@
-// A device buffer of a communicator's that only grows (Comm::grow): its GPU scratch, a mixed
+// A device buffer of a communicator's that only grows (CommCore::grow): its GPU scratch, a mixed
 // call's device copies of host buffers, a hierarchical call's slices. Its CUDA buffer id lets
 // peers keep it mapped and names its cached registration (but for the scratch's: the
 // communicator's scratch_id_, which the host scratch shares).
@@ -16,7 +16,7 @@ struct GrowingDeviceBuffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   uint64_t buffer_id = 0;
-  // Its communicator's destructor takes the memory (Comm::take_gpu_memory); a failed call may
+  // Its communicator's destructor takes the memory (CommCore::take_gpu_memory); a failed call may
   // retire it (comm_late_writes.cc).
   ~GrowingDeviceBuffer() {
     if (ptr) gpu->free_device(device, ptr);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "efacoll/engine.h"
+#include "engine/comm_core.h"
 #include "engine/growing_device_buffer.h"
 
 namespace efacoll {
@@ -12,8 +12,8 @@ namespace efacoll {
 struct HierState {
   bool usable = false;
   int device = -1;
-  std::unique_ptr<Comm> node;   // this node's ranks, in order
-  std::unique_ptr<Comm> cross;  // one rank per node, all of the same local index
+  std::unique_ptr<CommCore> node;   // this node's ranks, in order
+  std::unique_ptr<CommCore> cross;  // one rank per node, all of the same local index
   GrowingDeviceBuffer slice, gathered;
 };
 

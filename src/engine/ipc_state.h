@@ -67,10 +67,11 @@ struct IpcState {
   // Low-latency protocol: usable when every member has a GPU of its own (kernels of processes
   // sharing a GPU do not run at once, so one waiting on another's flags would stall).
   bool ll_usable = false;
-  // Two members on one GPU: IPC and the fabric are then timed (Comm::measure_shared_gpu).
+  // Two members on one GPU: IPC and the fabric are then timed (CommCore::measure_shared_gpu).
   bool gpu_shared = false;
   SharedGpuPaths shared_paths;
-  // The measurement's buffers (Comm::measure_shared_gpu); Comm::take_gpu_memory gives them back.
+  // The measurement's buffers (CommCore::measure_shared_gpu); CommCore::take_gpu_memory gives them
+  // back.
   GrowingDeviceBuffer probe_send, probe_recv;
   std::unordered_map<uint64_t, SharedGpuPick> shared_picks;  // by call shape (shared_gpu_way)
   LlRegion ll_region;
@@ -80,7 +81,7 @@ struct IpcState {
   GpuRuntime* gpu = nullptr;
   IpcMappings* mappings = nullptr;  // the engine's: peers' user buffers
 
-  // Comm::take_gpu_memory hands both to the engine's deferred frees first: nothing is left here
+  // CommCore::take_gpu_memory hands both to the engine's deferred frees first: nothing is left here
   // but where a communicator never got that far.
   ~IpcState() {
     for (size_t p = 0; p < peers.size(); ++p) {

@@ -9,7 +9,7 @@ namespace efacoll {
 
 class LockLent {
  public:
-  // lock: Comm::lendable_lock(), nullptr where there is nothing to lend.
+  // lock: CommCore::lendable_lock(), nullptr where there is nothing to lend.
   explicit LockLent(std::unique_lock<std::mutex>* lock) : lock_(lock) {
     if (lock_) lock_->unlock();
   }

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/log.h"
-#include "efacoll/engine.h"
+#include "engine/engine_core.h"
 #include "transport/transport.h"
 
 namespace efacoll {
@@ -23,7 +23,7 @@ constexpr uint64_t kStarted = uint64_t(1) << 63;
 
 // One relaxed store per call: with threads on several communicators the last to start wins,
 // and the message says "last started", not "the one stuck".
-void Engine::note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq) {
+void EngineCore::note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq) {
   last_started_.store(kStarted | (static_cast<uint64_t>(kind) & 0xff) << 48 |
                           (static_cast<uint64_t>(comm_id) & 0xffff) << 32 | seq,
                       std::memory_order_relaxed);
@@ -33,7 +33,7 @@ void Engine::note_call_started(CollKind kind, uint32_t comm_id, uint32_t seq) {
 // timeout late. Woken far later than it asked, the watchdog takes it that the whole process was
 // stopped (SIGSTOP, a debugger, a suspended job), the held call with it: only the time after
 // that counts against the call, so that resuming does not abort it.
-void Engine::watchdog_loop() {
+void EngineCore::watchdog_loop() {
   using std::chrono::steady_clock;
   const steady_clock::duration every = std::clamp<steady_clock::duration>(
       config_.timeout / 8, std::chrono::milliseconds(10), std::chrono::seconds(1));
@@ -48,8 +48,8 @@ void Engine::watchdog_loop() {
   }
 }
 
-void Engine::watch_provider_calls(std::chrono::steady_clock::time_point now,
-                                  std::chrono::steady_clock::time_point counted_from) {
+void EngineCore::watch_provider_calls(std::chrono::steady_clock::time_point now,
+                                      std::chrono::steady_clock::time_point counted_from) {
   ProviderCall call;
   if (stuck_reported_ || !transport_->oldest_provider_call(&call)) return;
   const auto held = now - std::max(call.since, counted_from);

@@ -42,12 +42,6 @@ Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, R
   return Status::ok();
 }
 
-size_t call_bytes(const RingArgs& ring) {
-  size_t bytes = 0;
-  for (size_t c : ring.block_counts) bytes += c * ring.elem_size;
-  return bytes;
-}
-
 size_t most_bytes_of_a_rank(CollKind kind, const RingArgs& ring) {
   size_t block = 0;
   for (size_t c : ring.block_counts) block = std::max(block, c * ring.elem_size);

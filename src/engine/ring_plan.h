@@ -1,5 +1,5 @@
 // How a call's vector splits into the ranks' blocks and what each rank sends and receives: the
-// plan every path of Comm::run_locked starts from, and the sizes the tuner reads from it.
+// plan every path of CommCore::run_locked starts from, and the sizes the tuner reads from it.
 #pragma once
 #include <cstddef>
 
@@ -17,10 +17,6 @@ struct RingPlan {
 };
 
 Status plan_ring(const CollArgs& args, int rank, int size, size_t chunk_bytes, RingPlan* plan);
-
-// The bytes the tuner sizes a call by: allreduce the vector, allgather the result,
-// reduce-scatter the input (every block of the plan).
-size_t call_bytes(const RingArgs& ring);
 
 // What the rank with the most to move sends and receives: the same figure on every rank, so
 // that all take the same path (a reduce-scatter's blocks differ from rank to rank, and ranks

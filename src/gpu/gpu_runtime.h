@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "core/local_ops.h"
+#include "common/local_ops.h"
 #include "efacoll/status.h"
 #include "gpu/ll_protocol.h"
 

@@ -14,20 +14,10 @@ struct GdrDecision {
 // EC2 instance types whose EFA supports GPUDirect RDMA (p4d, p4de, p5, p5e, p5en, p6...).
 bool instance_expects_gdr(const std::string& product_name);
 
-// hmem_lost: why the provider's FI_HMEM is not used though offered (judge_cuda_api_opt_out).
+// hmem_lost: why the provider's FI_HMEM is not used though offered (the transport's
+// TransportInfo::hmem_note, transport/fabric/hmem_opt_out.h).
 GdrDecision decide_gdr(const std::string& provider, bool hmem, bool have_gpu,
                        const std::string& product_name, bool require_gdr,
                        const std::string& hmem_lost = "");
-
-// An FI_HMEM endpoint is asked, before it is enabled, to make no CUDA calls of its own, as
-// aws-ofi-nccl asks: efa then moves GPU data only NIC<->GPU. Without GPUDirect it would copy
-// through the host with CUDA calls inside efacoll's progress loop, one message at a time,
-// where efacoll's own staging pipelines; and its answer is the only proof of GPUDirect that
-// libfabric >= 1.18 gives. Judged from fi_setopt's return code:
-struct HmemOptOut {
-  bool keep_hmem = true;
-  std::string note;  // for the log line: what was learnt, or why FI_HMEM goes unused
-};
-HmemOptOut judge_cuda_api_opt_out(int setopt_rc);
 
 }  // namespace efacoll

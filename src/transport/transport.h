@@ -6,37 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "common/completion.h"
 #include "efacoll/status.h"
 #include "efacoll/types.h"
 #include "transport/provider_clock.h"
+#include "transport/provider_quirks.h"
 
 namespace efacoll {
 
 using PeerAddr = uint64_t;
-
-// Owned by whoever posts an operation; must stay alive until `fn` has run.
-struct Completion {
-  // bytes: the length that arrived (receives) or was sent.
-  void (*fn)(Completion* self, const Status& status, size_t bytes) = nullptr;
-  void* transport_request = nullptr;  // set by the transport while the operation is posted
-  // Receives: tag bits that may differ from the posted tag (set before posting). On completion
-  // the transport sets `tag` to the tag that arrived; for a one-sided send, to the tag of the
-  // receiver's clear-to-send (other sends: the posted tag).
-  uint64_t ignore = 0;
-  uint64_t tag = 0;
-  // The whole sequence of the call the operation belongs to, of which the tag holds 6 bits:
-  // where the provider matches a queued message on its whole tag (shm), more of it keeps the
-  // messages a failed call left unreceived from the calls that repeat those 6 bits.
-  uint32_t call_seq = 0;
-  // Set by the transport (never cleared) when it cancels a one-sided receive whose sender may
-  // already hold its clear-to-send: that sender can still write the buffer, after the callback
-  // has run, at any time until the endpoint closes. Whoever owns the buffer must not reuse it.
-  bool may_still_be_written = false;
-  // Receives: this rank, which a one-sided receive's clear-to-send carries so that a sender
-  // that never meets it in its call can still answer it (Transport::answer_stale). Left as it
-  // is, no sender answers (a wrong rank would end another receive's wait).
-  uint32_t receiver_rank = UINT32_MAX;
-};
 
 // A registration of local memory; `desc` is what the provider wants with each operation
 // (nullptr where it asks for none).
@@ -55,10 +33,10 @@ struct TransportInfo {
   std::string provider;
   std::string fabric;
   std::string domain;
-  std::string version;    // libfabric's
-  bool hmem = false;      // FI_HMEM: device memory can be handed to the provider
+  std::string version;     // libfabric's
+  bool hmem = false;       // FI_HMEM: device memory can be handed to the provider
   bool gpudirect = false;  // and the NIC reaches it directly (EFA's answer, gdr_policy.h)
-  std::string hmem_note;  // what the provider said of GPUDirect RDMA (policy/gdr_policy.h)
+  std::string hmem_note;   // what the provider said of GPUDirect RDMA (policy/gdr_policy.h)
   bool needs_local_mr = false;
   size_t inject_size = 0;
   size_t max_msg_size = SIZE_MAX;
@@ -69,10 +47,8 @@ struct TransportInfo {
   // receiver's registered buffer (every buffer then needs a registration).
   bool rdma = false;
   size_t rdma_threshold = SIZE_MAX;
-  // The messages from one peer must come in the order their receives were posted: udp;ofi_rxd
-  // 1.17 otherwise loses multi-packet messages (docs/architecture.md, "udp"). The executor then
-  // posts each peer's sends, and its receives from each peer, in schedule order.
-  bool needs_posting_order = false;
+  // The provider's faults that efacoll works around (provider_quirks.h).
+  ProviderQuirks quirks;
   bool needs_registration() const { return needs_local_mr || rdma; }
 };
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "coll/channels.h"
+#include "coll/registry.h"
 #include "tune/cost_model.h"
 
 namespace efacoll {
@@ -14,34 +15,24 @@ const char* algo_name(Algo a, CollKind kind) {
   switch (a) {
     case Algo::kAuto:
       return "auto";
-    case Algo::kRing:
-      return "ring";
-    case Algo::kTree:
-      return "double binary tree";
-    case Algo::kRecursive:
-      return kind == CollKind::kReduceScatter ? "recursive halving" : "recursive doubling";
-    case Algo::kHier:
-      return "hierarchical";
     case Algo::kLl:
       return "low-latency (IPC)";
     case Algo::kIpc:
       return "IPC direct";
+    default:
+      break;
   }
-  return "?";
+  const ScheduleBuilder* b = find_schedule_builder(a, kind);
+  // The hierarchical allreduce is named for every collective: its GPU paths exist for all three.
+  if (b == nullptr) b = find_schedule_builder(a, CollKind::kAllreduce);
+  return b ? b->name : "?";
 }
 
 bool algo_applies(Algo a, CollKind kind, bool multi_node) {
-  switch (a) {
-    case Algo::kTree:
-      return kind == CollKind::kAllreduce;
-    case Algo::kHier:
-      return kind == CollKind::kAllreduce && multi_node;
-    case Algo::kLl:
-    case Algo::kIpc:
-      return !multi_node;
-    default:
-      return true;
-  }
+  if (a == Algo::kLl || a == Algo::kIpc) return !multi_node;
+  if (a == Algo::kAuto) return true;
+  const ScheduleBuilder* b = find_schedule_builder(a, kind);
+  return b != nullptr && builder_applies(*b, multi_node);
 }
 
 bool fabric_algo(Algo a) { return a != Algo::kAuto && a != Algo::kLl && a != Algo::kIpc; }
@@ -53,7 +44,8 @@ Algo& AlgoOverrides::for_kind(CollKind kind) {
 }
 
 bool algo_takes_channels(Algo a, CollKind kind, bool inplace) {
-  return a != Algo::kHier && channels_apply(kind, a == Algo::kRing, inplace);
+  const ScheduleBuilder* b = find_schedule_builder(a, kind);
+  return b != nullptr && builder_takes_channels(*b, inplace);
 }
 
 Algo AlgoOverrides::for_kind(CollKind kind) const {
@@ -274,8 +266,9 @@ Candidate best_for(const CostModel& model, Algo a, const AlgoInputs& in) {
 std::vector<Candidate> ranked_candidates(const CostModel& model, const AlgoInputs& in) {
   const bool multi_node = in.ranks_per_node > 0;
   std::vector<Candidate> ranked;
-  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kRecursive, Algo::kHier}) {
-    if (algo_applies(a, in.kind, multi_node)) ranked.push_back(best_for(model, a, in));
+  for (const ScheduleBuilder& b : schedule_builders()) {
+    if (b.kind == in.kind && builder_applies(b, multi_node))
+      ranked.push_back(best_for(model, b.algo, in));
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Candidate& x, const Candidate& y) { return x.us < y.us; });

@@ -19,10 +19,7 @@ std::string size_text(size_t bytes);
 bool algo_applies(Algo a, CollKind kind, bool multi_node);
 // The algorithms that run as schedules over the fabric (not ll, ipc or auto).
 bool fabric_algo(Algo a);
-// Whether a call with this algorithm can be split into channels (channels_apply), never the
-// hierarchical schedule: its three phases take a quarter of the message ids each, which channels
-// would divide again (every such call failed to build); made to fit, a 240 KB call on 2
-// channels stalled on tcp (4 ranks as 2 nodes of 2, staged GPU data, 2026-12-01).
+// Whether a call with this algorithm can be split into channels (the registry's answer).
 bool algo_takes_channels(Algo a, CollKind kind, bool inplace);
 
 // "auto", one name for every collective it applies to ("ring", "tree", "rd", "rh", "hier", "ll",

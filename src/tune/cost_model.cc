@@ -93,10 +93,6 @@ Status parse_model(const std::string& text, CostModel* out) {
   return Status::ok();
 }
 
-size_t tree_chunk_bytes(size_t bytes, size_t max_chunk) {
-  return std::max<size_t>(1, std::min(max_chunk, std::max<size_t>(4096, bytes / 32)));
-}
-
 Status load_model_file(const std::string& path, CostModel* out) {
   std::ifstream in(path);
   if (!in) return Status(Code::kInvalid, "cannot read " + path);

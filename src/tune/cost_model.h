@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/tree_shape.h"  // tree_chunk_bytes: predictions pipeline as the builder does
 #include "efacoll/algo.h"
 #include "efacoll/status.h"
 #include "efacoll/types.h"
@@ -33,10 +34,6 @@ struct CostInputs {
   size_t chunk_bytes = 1 << 19;
   int channels = 1;  // independent schedules, each on 1/channels of the data
 };
-
-// The tree pipelines in small chunks (about 32 per vector, from 4 KiB up to max_chunk) so that
-// filling its 2 x depth stages costs little; the builder and the prediction both use this.
-size_t tree_chunk_bytes(size_t bytes, size_t max_chunk);
 
 // A bandwidth for a call of this many bytes: gbps up to 1 MiB, large_gbps from 16 MiB (when
 // set), geometric in between.

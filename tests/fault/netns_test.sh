@@ -117,7 +117,7 @@ else
 fi
 
 common=(--ranks "$hosts" --netns "$(IFS=,; echo "${ns[*]}")" --provider "$provider" --domain fab0)
-# udp;ofi_rxd: the two-sided protocol and the ring (docs/architecture.md: its one-sided writes
+# udp;ofi_rxd: the two-sided protocol and the ring (docs/decisions/0001-one-sided-protocol-automatic-only-where-writes-are-native.md: its one-sided writes
 # and the recursive algorithms' concurrent writers are not reliable there).
 common+=(--protocol send --algo ring)
 status=0

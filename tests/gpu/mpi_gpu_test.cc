@@ -352,7 +352,7 @@ int run_all(bool with_large) {
       section("bad input: the standard's error class, buffers untouched, next call works",
               [&] { bad_input(comms); });
       // --no-mismatch: for a provider that a message longer than its receive stops for good
-      // (shm with two-sided messages only, as on its FI_HMEM endpoint; docs/architecture.md).
+      // (shm with two-sided messages only, as on its FI_HMEM endpoint; docs/decisions/0012-shm-one-sided-by-default-with-bounce-receives.md).
       if (!g_skip_mismatch) {
         section("mismatched calls: every rank errs, the next call works",
                 [&] { mismatched_calls(world); });

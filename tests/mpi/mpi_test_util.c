@@ -295,3 +295,17 @@ const char* tu_error_class_name(int cls) {
   if (PMPI_Error_string(cls, text, &len) != MPI_SUCCESS) return "?";
   return text;
 }
+
+unsigned long long tu_proc_kib_field(const char* file, const char* key) {
+  FILE* f = fopen(file, "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  const size_t n = strlen(key);
+  while (fgets(line, sizeof(line), f)) {
+    if (strncmp(line, key, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%llu", &kib) == 1)
+      break;
+  }
+  fclose(f);
+  return kib * 1024;
+}

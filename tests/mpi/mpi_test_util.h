@@ -53,6 +53,9 @@ unsigned long long tu_engine_calls(void);
  * efacoll's C API is found and efacoll is active (or EFACOLL_TEST_BASELINE=1), else why not. */
 const char* tu_efacoll_absence(void);
 
+/* A "Key: N kB" line of a /proc file ("/proc/self/status", "VmSize"), in bytes; 0 if absent. */
+unsigned long long tu_proc_kib_field(const char* file, const char* key);
+
 /* One check: counts it and, when !ok, prints "FAIL <case> rank R: <details>". Returns ok. */
 int tu_check(int ok, const char* case_name, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -7,7 +7,7 @@
  *   reversed  each step's receives the other way round (sends as in-order)
  *   as-ready  receives as in-order, each send posted as soon as its chunk is in, so that chunks
  *             of blocks from different peers go out interleaved
- * udp;ofi_rxd 1.17 fails the latter two (docs/architecture.md). Not run by ctest: it checks a
+ * udp;ofi_rxd 1.17 fails the latter two (docs/decisions/0027-udp-posts-each-peers-operations-in-schedule-order.md). Not run by ctest: it checks a
  * provider, not efacoll.
  * Usage: mpirun -np 4 efacoll_receive_order_probe PROVIDER in-order|reversed|as-ready
  *        [BLOCK_BYTES (4096)] [CALLS (5000)] [CHUNK_BYTES (the block)]

@@ -32,6 +32,8 @@ cases=(
   "efacoll_mpi_setup_timeout_test|stopped|libefacoll.so is not loaded"
   "efacoll_mpi_fortran_test||FAIL: efacoll is not loaded"
   "efacoll_mpi_gpu_tests|--host-memory|libefacoll.so is not loaded"
+  "efacoll_mpi_internal_error_test||libefacoll.so is not loaded"
+  "efacoll_mpi_large_call_test||libefacoll.so is not loaded"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r prog args said <<<"$c"

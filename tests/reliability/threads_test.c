@@ -11,7 +11,7 @@
  * GPU, and this test's cuMemFree of every call's buffers, like efacoll's freeing of a
  * communicator's GPU memory, waits for every kernel of the device (CUDA's rule, which NCCL
  * documents too): threads at their own paces can then wait for each other through those frees
- * (docs/architecture.md, Threads), so there free order runs with EFACOLL_IPC_LL_MAX=0.
+ * (docs/architecture.md, "Threads, fork and resources"; decision 0024), so there free order runs with EFACOLL_IPC_LL_MAX=0.
  * --gpu-order turns has the threads take turns in one order on every rank.
  *
  * Exit 77 (skipped) where the MPI does not provide MPI_THREAD_MULTIPLE; 1 on any mismatch,

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/host_reduce.h"
+#include "core/local_ops.h"
 #include "host_ll_protocol.h"
 
 namespace efacoll {

@@ -10,6 +10,7 @@
 #include "policy/gdr_policy.h"
 #include "policy/host_mpi_steering.h"
 #include "policy/provider_policy.h"
+#include "transport/fabric/hmem_opt_out.h"
 
 namespace efacoll {
 namespace {

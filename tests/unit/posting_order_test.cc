@@ -65,7 +65,7 @@ class MomentarilyFullTransport : public Transport {
   }
   void cancel(Completion*) override {}
   const std::vector<Posted>& accepted() const { return accepted_; }
-  void require_posting_order() { info_.needs_posting_order = true; }
+  void require_posting_order() { info_.quirks.needs_posting_order = true; }
 
  private:
   struct Pending {
@@ -168,9 +168,9 @@ TEST(PostingOrder, APeerWhoseOperationsAreAlwaysTurnedAwayIsNamedAtTheTimeout) {
   }
 }
 
-// Where the transport needs_posting_order, an operation ready early waits for the one listed
-// before it with the same peer and direction (udp;ofi_rxd loses a peer's messages that come in
-// another order than their receives were posted); elsewhere it goes at once.
+// Where the transport's provider needs_posting_order (ProviderQuirks), an operation ready early
+// waits for the one listed before it with the same peer and direction (udp;ofi_rxd loses a peer's
+// messages that come in another order than their receives were posted); elsewhere it goes at once.
 // turn_away: one operation a full queue turns away once (by default none).
 std::vector<Posted> run_with_early_and_late_operations(bool posting_order,
                                                        Posted turn_away = {false, 9, 99}) {

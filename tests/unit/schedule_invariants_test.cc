@@ -9,34 +9,21 @@
 #include <tuple>
 
 #include "coll/builders.h"
-#include "coll/channels.h"
-#include "coll/hier_allreduce.h"
+#include "coll/registry.h"
 #include "core/staging.h"
 
 namespace efacoll {
 namespace {
 
-enum class Algo {
-  kAllreduce,
-  kAllgather,
-  kReduceScatter,
-  kHierAllreduce,
-  kRdAllreduce,
-  kTreeAllreduce,
-  kRdAllgather,
-  kRhReduceScatter
-};
-
+// One builder of the registry (coll/registry.h) on one shape of call.
 struct Case {
-  Algo algo;
+  const ScheduleBuilder* builder;
   int n;
   std::vector<size_t> blocks;
   bool inplace;
-  int per_node = 0;  // hierarchical: ranks per declared node; channels: ring rotation
+  int per_node = 0;  // ranks per declared node: the hierarchical schedule's, or channels' rotation
   int channels = 1;
 };
-
-Status build_one(const Case& c, int rank, size_t chunk, Schedule* s);
 
 RingArgs ring_args(const Case& c, int rank, size_t chunk) {
   RingArgs a;
@@ -49,59 +36,12 @@ RingArgs ring_args(const Case& c, int rank, size_t chunk) {
   return a;
 }
 
-// On several channels through build_channels, as the engine composes them.
+// One channel: the builder with exactly this chunk (small chunks reach the multi-chunk paths).
+// Several: composed as the engine composes a call (build_call_schedule).
 Status build(const Case& c, int rank, size_t chunk, Schedule* s) {
-  if (c.channels <= 1) return build_one(c, rank, chunk, s);
-  const RingArgs a = ring_args(c, rank, chunk);
-  ChannelArgs ca;
-  ca.kind = c.algo == Algo::kAllgather       ? CollKind::kAllgather
-            : c.algo == Algo::kReduceScatter ? CollKind::kReduceScatter
-                                             : CollKind::kAllreduce;
-  ca.channels = c.channels;
-  ca.ranks_per_node = c.per_node;
-  ca.rotate_ring = c.algo == Algo::kAllreduce || ca.kind != CollKind::kAllreduce;
-  Case one = c;
-  one.channels = 1;
-  one.per_node = 0;
-  return build_channels(
-      ca, a,
-      [&](const RingArgs& sub, Schedule* out) {
-        one.blocks = sub.block_counts;
-        return build_one(one, sub.rank, sub.chunk_bytes, out);
-      },
-      s);
-}
-
-Status build_one(const Case& c, int rank, size_t chunk, Schedule* s) {
-  const RingArgs a = ring_args(c, rank, chunk);
-  switch (c.algo) {
-    case Algo::kAllreduce:
-      return build_ring_allreduce(a, s);
-    case Algo::kAllgather:
-      return build_ring_allgather(a, s);
-    case Algo::kReduceScatter:
-      return build_ring_reduce_scatter(a, s);
-    case Algo::kRdAllreduce:
-      return build_rd_allreduce(a, s);
-    case Algo::kTreeAllreduce:
-      return build_tree_allreduce(a, s);
-    case Algo::kRdAllgather:
-      return build_rd_allgather(a, s);
-    case Algo::kRhReduceScatter:
-      return build_rh_reduce_scatter(a, s);
-    case Algo::kHierAllreduce: {
-      HierArgs h;
-      h.rank = rank;
-      h.nranks = c.n;
-      h.ranks_per_node = c.per_node;
-      for (size_t b : c.blocks) h.count += b;
-      h.elem_size = 4;
-      h.inplace = c.inplace;
-      h.chunk_bytes = chunk;
-      return build_hier_allreduce(h, s);
-    }
-  }
-  return Status(Code::kInternal, "?");
+  RingArgs a = ring_args(c, rank, chunk);
+  if (c.channels <= 1) return c.builder->build(a, c.per_node, s);
+  return build_call_schedule(*c.builder, a, c.per_node, c.channels, s);
 }
 
 std::vector<Case> cases() {
@@ -111,31 +51,25 @@ std::vector<Case> cases() {
       for (size_t count : {size_t(0), size_t(1), size_t(n - 1), size_t(37), size_t(100)}) {
         std::vector<size_t> even(n, count / n);
         for (size_t i = 0; i < count % n; ++i) ++even[i];
-        out.push_back({Algo::kAllreduce, n, even, inplace});
-        out.push_back({Algo::kRdAllreduce, n, even, inplace});
-        out.push_back({Algo::kTreeAllreduce, n, even, inplace});
-        for (Algo ag : {Algo::kAllgather, Algo::kRdAllgather}) {
-          out.push_back({ag, n, std::vector<size_t>(n, count), inplace});
-        }
         std::vector<size_t> zeros(n);
         for (int r = 0; r < n; ++r) zeros[r] = r % 2 ? 0 : count;
-        for (Algo rs : {Algo::kReduceScatter, Algo::kRhReduceScatter}) {
-          out.push_back({rs, n, even, inplace});
-          out.push_back({rs, n, zeros, inplace});
-        }
-        for (int per_node : {2, 4}) {
-          if (n % per_node == 0 && n > per_node) {
-            out.push_back({Algo::kHierAllreduce, n, even, inplace, per_node});
-          }
-        }
+        const std::vector<size_t> same(n, count);
         // Channels: rings rotated across declared nodes of 2 where there are several.
         const int rot = n % 2 == 0 && n > 2 ? 2 : 0;
-        for (Algo ar : {Algo::kAllreduce, Algo::kTreeAllreduce, Algo::kRdAllreduce})
-          out.push_back({ar, n, even, inplace, rot, 3});
-        out.push_back({Algo::kAllgather, n, std::vector<size_t>(n, count), inplace, rot, 3});
-        if (!inplace) {
-          out.push_back({Algo::kReduceScatter, n, even, false, rot, 3});
-          out.push_back({Algo::kReduceScatter, n, zeros, false, rot, 2});
+        for (const ScheduleBuilder& b : schedule_builders()) {
+          std::vector<std::vector<size_t>> shapes = {b.kind == CollKind::kAllgather ? same : even};
+          if (b.kind == CollKind::kReduceScatter) shapes.push_back(zeros);
+          for (const std::vector<size_t>& blocks : shapes) {
+            if (b.needs_nodes) {
+              for (int per_node : {2, 4})
+                if (n % per_node == 0 && n > per_node)
+                  out.push_back({&b, n, blocks, inplace, per_node});
+              continue;
+            }
+            out.push_back({&b, n, blocks, inplace});
+            if (builder_takes_channels(b, inplace))
+              out.push_back({&b, n, blocks, inplace, rot, &blocks == &shapes[0] ? 3 : 2});
+          }
         }
       }
     }
@@ -144,11 +78,8 @@ std::vector<Case> cases() {
 }
 
 std::string name(const Case& c) {
-  static const char* const kNames[] = {"allreduce",      "allgather",        "reduce_scatter",
-                                       "hier_allreduce", "rd_allreduce",     "tree_allreduce",
-                                       "rd_allgather",   "rh_reduce_scatter"};
-  std::string s = std::string(kNames[static_cast<int>(c.algo)]) + " n=" + std::to_string(c.n) +
-                  (c.inplace ? " inplace" : "") +
+  std::string s = std::string(c.builder->name) + " " + coll_name(c.builder->kind) +
+                  " n=" + std::to_string(c.n) + (c.inplace ? " inplace" : "") +
                   (c.channels > 1 ? " channels " + std::to_string(c.channels) : "") + " blocks";
   for (size_t b : c.blocks) s += " " + std::to_string(b);
   return s;
@@ -319,8 +250,8 @@ std::vector<std::vector<int>> lockstep_ready(const std::vector<Schedule>& ranks,
 // message takes as long: a provider then matches each message with the first receive it tries
 // (udp;ofi_rxd 1.17 loses multi-packet messages from a peer that arrive in another order than
 // their receives were posted). Also with each peer's operations started in schedule order and
-// sends done only once received, as where the transport needs_posting_order: then every schedule
-// still runs to its end.
+// sends done only once received, as where the transport's provider needs_posting_order
+// (ProviderQuirks): then every schedule still runs to its end.
 TEST(ScheduleInvariants, EachPeersReceivesArePostedInTheOrderItSends) {
   for (const Case& c : cases()) {
     for (auto [chunk, in_lanes] : {std::pair{size_t(4), false},

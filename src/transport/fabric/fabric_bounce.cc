@@ -11,7 +11,7 @@
 //   every message is capped at kTwoSidedBounceBytes (TransportInfo::max_msg_size, which the
 //   engine's chunks respect), and so is every bounce buffer.
 // A receive into GPU memory (FI_HMEM) cannot be copied out here, and goes straight to the provider:
-// on shm's FI_HMEM endpoint a call of another count still stops shm (docs/architecture.md).
+// on shm's FI_HMEM endpoint a call of another count still stops shm (docs/decisions/0012-shm-one-sided-by-default-with-bounce-receives.md).
 // (The stall once seen with bounces on shm was the executor's posting order: core/executor.cc.)
 #include <rdma/fi_domain.h>
 #include <rdma/fi_tagged.h>
@@ -25,7 +25,7 @@ namespace efacoll {
 
 // After choose_protocol: the providers a truncation stops bounce every two-sided message.
 void FabricTransport::plan_bounce() {
-  if (!truncation_stops_) return;
+  if (!info_.quirks.truncation_stops) return;
   if (info_.rdma) {
     bounce_bytes_ = info_.rdma_threshold - 1;
   } else {

@@ -217,16 +217,14 @@ class FabricTransport : public Transport {
   // GPU memory registers through dma-bufs while this holds (cleared at the first refusal).
   std::function<Status(const void*, size_t, DmabufRange*)> export_dmabuf_;
   std::atomic<bool> try_dmabuf_{false};
+  // The quirk, or a peek refused at run time.
   bool peek_unsupported_ = false;
-  bool truncation_stops_ = false;
-  // shm (libfabric 1.17) matches a message that arrived before its receive only on the whole
-  // tag, whatever the receive's ignore mask: a message of a mismatched call (another signature)
-  // would then never be taken. The signature bits travel as CQ data instead, and more of the
-  // call's sequence in their place (fabric_tags.cc).
+  // quirks.matches_whole_tag: a message of a mismatched call (another signature) would never be
+  // taken. The signature bits travel as CQ data instead, and more of the call's sequence in
+  // their place (fabric_tags.cc).
   bool signature_in_data_ = false;
-  // udp;ofi_rxd (1.17) delivers the first bytes of a message longer than its receive and reports
-  // no truncation: ranks in calls of other counts would then take part of a message as all of
-  // it. The sender's length travels as CQ data too, and such a receive reports the truncation.
+  // quirks.hides_truncation: ranks in calls of other counts would take part of a message as all
+  // of it. The sender's length travels as CQ data too, and such a receive reports the truncation.
   bool length_in_data_ = false;
   // Two-sided receives go through bounce buffers of this size (0: straight to their buffers).
   size_t bounce_bytes_ = 0;

@@ -64,7 +64,7 @@ Status FabricTransport::choose_protocol(const fi_info* fi, const FabricOptions& 
       // Where a message longer than its receive stops the provider (shm 1.17), a call of
       // another count must never send one: writes fit the receiver's clear-to-send, and the
       // messages left two-sided land in bounce buffers (fabric_bounce.cc).
-      info_.rdma = native_write || (truncation_stops_ && why_not.empty());
+      info_.rdma = native_write || (info_.quirks.truncation_stops && why_not.empty());
       break;
   }
   info_.rdma_threshold = options.rdma_threshold;

@@ -10,8 +10,8 @@
 #include <type_traits>
 
 #include "common/log.h"
-#include "policy/gdr_policy.h"
 #include "transport/fabric/fabric_endpoint.h"
+#include "transport/fabric/hmem_opt_out.h"
 #include "transport/fabric/shm_name.h"
 
 namespace efacoll {
@@ -74,14 +74,10 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
   info_.needs_local_mr = (mr_mode_ & FI_MR_LOCAL) != 0;
   info_.inject_size = fi->tx_attr->inject_size;
   info_.max_msg_size = fi->ep_attr->max_msg_size ? fi->ep_attr->max_msg_size : SIZE_MAX;
-  // shm (libfabric 1.17) accepts FI_PEEK but never completes it.
-  peek_unsupported_ = info_.provider == "shm";
-  // And a message longer than its receive stops it for good (fabric_bounce.cc).
-  truncation_stops_ = info_.provider == "shm";
-  signature_in_data_ = info_.provider == "shm" && fi->domain_attr->cq_data_size >= 2;
-  length_in_data_ = info_.provider.rfind("udp", 0) == 0 && fi->domain_attr->cq_data_size >= 8;
-  // The loss is ofi_rxd's (over udp here; it would sit over verbs too).
-  info_.needs_posting_order = info_.provider.find("ofi_rxd") != std::string::npos;
+  info_.quirks = quirks_of(info_.provider);
+  peek_unsupported_ = info_.quirks.peek_never_completes;
+  signature_in_data_ = info_.quirks.matches_whole_tag && fi->domain_attr->cq_data_size >= 2;
+  length_in_data_ = info_.quirks.hides_truncation && fi->domain_attr->cq_data_size >= 8;
   if (fi->tx_attr->size && fi->rx_attr->size)
     info_.max_posted = std::max<size_t>(1, std::min(fi->tx_attr->size, fi->rx_attr->size) / 2);
 
@@ -139,9 +135,9 @@ Status FabricTransport::open(const fi_info* fi, const FabricOptions& options) {
 }
 
 // EFA is asked, before its endpoint is enabled, to make no CUDA calls of its own
-// (policy/gdr_policy.h): its answer is the only proof of GPUDirect RDMA that libfabric >= 1.18
-// gives. Other providers take device pointers by copying them with CUDA themselves (shm: its
-// answer to the same question is always no); that is what FI_HMEM means there.
+// (transport/fabric/hmem_opt_out.h): its answer is the only proof of GPUDirect RDMA that libfabric
+// >= 1.18 gives. Other providers take device pointers by copying them with CUDA themselves (shm:
+// its answer to the same question is always no); that is what FI_HMEM means there.
 void FabricTransport::judge_hmem() {
   if (info_.provider != "efa") {
     info_.hmem_note = "device pointers go to " + info_.provider +
@@ -245,10 +241,10 @@ bool FabricTransport::register_dmabuf(void* ptr, size_t bytes, fi_mr_attr attr, 
     if (rc == 0) return true;
   }
   if (try_dmabuf_.exchange(false)) {
-    EFACOLL_INFO(kNet, "%s: GPU memory registers by address, not dma-buf: %s",
-                 info_.provider.c_str(),
-                 exported.is_ok() ? fabric_error("fi_mr_regattr(FI_MR_DMABUF)", rc).message().c_str()
-                                  : exported.message().c_str());
+    EFACOLL_INFO(
+        kNet, "%s: GPU memory registers by address, not dma-buf: %s", info_.provider.c_str(),
+        exported.is_ok() ? fabric_error("fi_mr_regattr(FI_MR_DMABUF)", rc).message().c_str()
+                         : exported.message().c_str());
   }
   *mr = nullptr;
   return false;

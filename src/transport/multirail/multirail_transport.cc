@@ -18,7 +18,7 @@ MultiRailTransport::MultiRailTransport(std::vector<std::unique_ptr<Transport>> r
     info_.hmem = info_.hmem && ri.hmem;
     info_.gpudirect = info_.gpudirect && ri.gpudirect;
     info_.needs_local_mr = info_.needs_local_mr || ri.needs_local_mr;
-    info_.needs_posting_order = info_.needs_posting_order || ri.needs_posting_order;
+    info_.quirks |= ri.quirks;
     info_.rdma = info_.rdma && ri.rdma;
     info_.rdma_threshold = std::max(info_.rdma_threshold, ri.rdma_threshold);
   }
