@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "coll/node_schedule.h"
 #include "coll/registry.h"
 #include "coll/ring_layout.h"
 #include "common/log.h"
@@ -17,6 +18,7 @@
 #include "engine/comm_core.h"
 #include "engine/engine_core.h"
 #include "engine/ipc_state.h"
+#include "engine/node_ops.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/transport.h"
 
@@ -138,10 +140,8 @@ Status CommCore::compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
 Status CommCore::run_ipc(const CollArgs& args, const RingArgs& ring) {
   IpcState& s = *ipc_;
   GpuRuntime* gpu = s.gpu;
-  const size_t esize = dtype_size(args.dtype);
-  const uint8_t* send = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
+  const uint8_t* send = static_cast<const uint8_t*>(args.sendbuf);  // out of place only
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
-  const size_t round = std::max<size_t>(1, s.half / esize);  // elements a round
   uint8_t token = 0;
   std::vector<uint8_t> tokens(size_);
   Status err;
@@ -169,71 +169,23 @@ Status CommCore::run_ipc(const CollArgs& args, const RingArgs& ring) {
     }
     return Status::ok();
   };
-  auto work = [&](const Status& st) {
-    if (err.is_ok() && !st.is_ok()) err = st;
+  NodeCall call = node_call(args, ring);
+  call.half = s.half;
+  // Rounds touch only this rank's own buffers, and every member's workspace.
+  const NodeAddress address = [&](const NodeRef& r) -> uint8_t* {
+    uint8_t* base = r.space == NodeSpace::kWsIn    ? s.input(r.rank)
+                    : r.space == NodeSpace::kWsOut ? s.output(r.rank)
+                    : r.rank != rank_              ? nullptr
+                    : r.space == NodeSpace::kSend  ? const_cast<uint8_t*>(send)
+                                                   : recv;
+    return base ? base + r.offset : nullptr;
   };
-
-  // dst = fold over ranks of their inputs at byte offset `at`.
-  auto reduce_all = [&](uint8_t* dst, size_t at, size_t count) -> Status {
-    EFACOLL_RETURN_IF_ERROR(
-        gpu->reduce(dst, s.input(0) + at, s.input(1) + at, count, args.dtype, args.op));
-    for (int p = 2; p < size_; ++p) {
-      EFACOLL_RETURN_IF_ERROR(gpu->reduce(dst, dst, s.input(p) + at, count, args.dtype, args.op));
+  for (const NodePhase& phase : ipc_rounds_schedule(call)) {
+    if (err.is_ok()) {
+      Status st = run_node_ops(gpu, phase.ops, address, args.dtype, args.op);
+      if (!st.is_ok()) err = st;
     }
-    return Status::ok();
-  };
-
-  if (args.kind == CollKind::kAllgather) {
-    const size_t block = args.count * esize;
-    if (args.inplace) send = recv + rank_ * block;
-    for (size_t off = 0; off < block; off += s.half) {
-      const size_t c = std::min(s.half, block - off);
-      if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off, c));
-      EFACOLL_RETURN_IF_ERROR(barrier());
-      for (int p = 0; err.is_ok() && p < size_; ++p) {
-        work(gpu->copy(recv + p * block + off, s.input(p), c));
-      }
-      EFACOLL_RETURN_IF_ERROR(barrier());
-    }
-    return err;
-  }
-
-  if (args.kind == CollKind::kReduceScatter) {
-    size_t total = 0, mine_begin = 0;
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_) mine_begin = total;
-      total += ring.block_counts[p];
-    }
-    const size_t mine_end = mine_begin + ring.block_counts[rank_];
-    for (size_t off = 0; off < total; off += round) {
-      const size_t c = std::min(round, total - off);
-      if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off * esize, c * esize));
-      EFACOLL_RETURN_IF_ERROR(barrier());
-      // In place, the output (the start of recv) never reaches input not yet copied in.
-      const size_t x0 = std::max(off, mine_begin), x1 = std::min(off + c, mine_end);
-      if (err.is_ok() && x0 < x1) {
-        work(reduce_all(recv + (x0 - mine_begin) * esize, (x0 - off) * esize, x1 - x0));
-      }
-      EFACOLL_RETURN_IF_ERROR(barrier());
-    }
-    return err;
-  }
-
-  // Allreduce: each rank reduces one slice of every round into its output half; all gather.
-  for (size_t off = 0; off < args.count; off += round) {
-    const size_t c = std::min(round, args.count - off);
-    if (err.is_ok()) work(gpu->copy(s.input(rank_), send + off * esize, c * esize));
-    EFACOLL_RETURN_IF_ERROR(barrier());
-    size_t begin, len;
-    even_slice(c, size_, rank_, &begin, &len);
-    if (err.is_ok() && len) work(reduce_all(s.output(rank_) + begin * esize, begin * esize, len));
-    EFACOLL_RETURN_IF_ERROR(barrier());
-    for (int p = 0; err.is_ok() && p < size_; ++p) {
-      even_slice(c, size_, p, &begin, &len);
-      if (len) {
-        work(gpu->copy(recv + (off + begin) * esize, s.output(p) + begin * esize, len * esize));
-      }
-    }
+    if (phase.barrier_after) EFACOLL_RETURN_IF_ERROR(barrier());
   }
   return err;
 }

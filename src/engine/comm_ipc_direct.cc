@@ -7,10 +7,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coll/ring_layout.h"
+#include "coll/node_schedule.h"
 #include "engine/comm_core.h"
 #include "engine/engine_core.h"
 #include "engine/ipc_state.h"
+#include "engine/node_ops.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
 
@@ -86,42 +87,15 @@ Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
       st = map_peer(s, &mapped, p, all[p].recv, &recvs[p]);
     }
   }
-  // Own input first: in place, dst aliases it and must be read before it is overwritten.
-  auto fold = [&](uint8_t* dst, size_t at, size_t count) -> Status {
-    const int next = (rank_ + 1) % size_;
-    EFACOLL_RETURN_IF_ERROR(
-        gpu->reduce(dst, sends[rank_] + at, sends[next] + at, count, args.dtype, args.op));
-    for (int k = 2; k < size_; ++k) {
-      const int p = (rank_ + k) % size_;
-      EFACOLL_RETURN_IF_ERROR(gpu->reduce(dst, dst, sends[p] + at, count, args.dtype, args.op));
-    }
-    return Status::ok();
-  };
   if (st.is_ok()) {
-    switch (args.kind) {
-      case CollKind::kAllreduce: {
-        size_t begin, len;
-        even_slice(args.count, size_, rank_, &begin, &len);
-        const size_t at = begin * esize, bytes = len * esize;
-        if (len) st = fold(recv + at, at, len);
-        for (int p = 0; st.is_ok() && len && p < size_; ++p) {
-          if (p != rank_) st = gpu->copy(recvs[p] + at, recv + at, bytes);
-        }
-        break;
-      }
-      case CollKind::kAllgather: {
-        const size_t block = args.count * esize;
-        for (int p = 0; st.is_ok() && block && p < size_; ++p) {
-          if (p != rank_ || !args.inplace) st = gpu->copy(recvs[p] + rank_ * block, send, block);
-        }
-        break;
-      }
-      default: {  // reduce-scatter, out of place
-        size_t mine_begin = 0;
-        for (int p = 0; p < rank_; ++p) mine_begin += ring.block_counts[p];
-        if (ring.block_counts[rank_]) st = fold(recv, mine_begin * esize, ring.block_counts[rank_]);
-        break;
-      }
+    const NodeAddress address = [&](const NodeRef& r) -> uint8_t* {
+      uint8_t* base = r.space == NodeSpace::kSend   ? sends[r.rank]
+                      : r.space == NodeSpace::kRecv ? recvs[r.rank]
+                                                    : nullptr;
+      return base ? base + r.offset : nullptr;
+    };
+    for (const NodePhase& phase : ipc_direct_schedule(node_call(args, ring))) {
+      if (st.is_ok()) st = run_node_ops(gpu, phase.ops, address, args.dtype, args.op);
     }
   }
   // Our reads and writes of the peers' buffers are done (the copies and reductions are
