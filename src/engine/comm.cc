@@ -15,6 +15,7 @@
 #include "engine/hier_state.h"
 #include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
+#include "engine/paths/host_copies.h"
 #include "engine/ring_plan.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
@@ -39,6 +40,9 @@ CommCore::CommCore(EngineCore* engine, Setup setup)
       gpu_scratch_(std::make_unique<GrowingDeviceBuffer>()),
       send_copy_(std::make_unique<GrowingDeviceBuffer>()),
       recv_copy_(std::make_unique<GrowingDeviceBuffer>()),
+      host_copies_(std::make_unique<HostCopiesPath>(
+          engine->gpu(),
+          [engine](GpuMemoryToFree memory) { engine->give_back_gpu_memory(std::move(memory)); })),
       one_node_(setup.one_node),
       hier_per_node_(setup.hier_per_node),
       model_(std::move(setup.model)) {}
@@ -71,9 +75,7 @@ void CommCore::take_gpu_memory(GpuMemoryToFree* out) {
   // Registrations go before the memory.
   MrCache* mrs = engine_->mr_cache();
   if (mrs) mrs->forget(scratch_id_);
-  if (pinned_) out->add_pinned(pinned_, pinned_bytes_);
-  pinned_ = nullptr;
-  pinned_bytes_ = 0;
+  host_copies_->give_memory(out);
   if (ipc_) {
     // Its own entry in peers is the workspace, not a mapping.
     for (void*& p : ipc_->peers) {
@@ -339,40 +341,18 @@ bool CommCore::shared_gpu_tuned(Algo forced) const {
          engine_->config().tune;
 }
 
-// Copies in (synchronously, after the caller's work on the legacy default stream), runs the
-// host schedule on pinned copies, copies the result back.
 Status CommCore::run_gpu_via_host(const CollArgs& args, RingPlan& plan, const TunedChoice& choice,
                                   double extra_us) {
-  GpuRuntime* rt = engine_->gpu();
-  RingArgs& ring = plan.ring;
-  const size_t send_bytes = plan.send_bytes, recv_bytes = plan.recv_bytes,
-               result_bytes = plan.result_bytes;
-  const size_t need = send_bytes + recv_bytes;
-  if (pinned_bytes_ < need) {
-    if (pinned_)
-      engine_->give_back_gpu_memory(GpuMemoryToFree::pinned_memory(pinned_, pinned_bytes_));
-    pinned_ = nullptr;
-    pinned_bytes_ = 0;
-    LockLent lent(lendable_lock());
-    EFACOLL_RETURN_IF_ERROR(rt->alloc_pinned(need, &pinned_));
-    pinned_bytes_ = need;
-  }
-  auto* host_send = static_cast<uint8_t*>(pinned_);
-  uint8_t* host_recv = host_send + send_bytes;
-  CollArgs h = args;
-  h.send_mem = h.recv_mem = MemKind::kPinnedHost;
-  h.send_buffer_id = h.recv_buffer_id = 0;
-  h.sendbuf = args.inplace ? nullptr : host_send;
-  h.recvbuf = host_recv;
-  if (!args.inplace && send_bytes)
-    EFACOLL_RETURN_IF_ERROR(rt->copy(host_send, args.sendbuf, send_bytes));
-  // In place, the input is in the receive buffer.
-  if (args.inplace && recv_bytes)
-    EFACOLL_RETURN_IF_ERROR(rt->copy(host_recv, args.recvbuf, recv_bytes));
-  Schedule schedule;
-  EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, ring, choice, extra_us, &schedule));
-  EFACOLL_RETURN_IF_ERROR(run_schedule(h, schedule, send_bytes, recv_bytes, ring.chunk_bytes));
-  return result_bytes ? rt->copy(args.recvbuf, host_recv, result_bytes) : Status::ok();
+  EFACOLL_RETURN_IF_ERROR(
+      host_copies_->prepare(plan.send_bytes + plan.recv_bytes, lendable_lock()));
+  return host_copies_->run(
+      args, plan.send_bytes, plan.recv_bytes, plan.result_bytes,
+      [&](const CollArgs& on_host) -> Status {
+        Schedule schedule;
+        EFACOLL_RETURN_IF_ERROR(plan_schedule(args.kind, plan.ring, choice, extra_us, &schedule));
+        return run_schedule(on_host, schedule, plan.send_bytes, plan.recv_bytes,
+                            plan.ring.chunk_bytes);
+      });
 }
 
 }  // namespace efacoll

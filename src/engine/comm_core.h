@@ -33,6 +33,7 @@ enum class LlPath : uint32_t;
 struct StageSet;
 struct GpuMemoryToFree;
 struct GrowingDeviceBuffer;
+class HostCopiesPath;
 
 class CommCore {
  public:
@@ -183,11 +184,10 @@ class CommCore {
   std::vector<uint8_t> scratch_;
   uint64_t scratch_id_ = 0;
   std::unique_ptr<GrowingDeviceBuffer> gpu_scratch_;  // its identity in mr_cache_: scratch_id_
-  void* pinned_ = nullptr;                            // host copies of small GPU calls
-  size_t pinned_bytes_ = 0;
   // Device copies of the host buffers of GPU calls that mix host and GPU buffers.
   std::unique_ptr<GrowingDeviceBuffer> send_copy_, recv_copy_;
-  bool one_node_ = false;  // every member on this node
+  std::unique_ptr<HostCopiesPath> host_copies_;  // small GPU calls through pinned host memory
+  bool one_node_ = false;                        // every member on this node
   int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
   std::unique_ptr<IpcState> ipc_;
   std::unique_ptr<HierState> hier_;

@@ -18,6 +18,7 @@
 #include "engine/gpu_memory_to_free.h"
 #include "engine/growing_device_buffer.h"
 #include "engine/hier_state.h"
+#include "engine/paths/host_copies.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
 #include "transport/mr_cache.h"
@@ -76,11 +77,9 @@ void CommCore::retire_late_write_targets(unsigned targets, const CollArgs& args,
     for (const GpuMemoryToFree::Block& b : retired_gpu->blocks)
       if (within(buffer, b.ptr, b.bytes)) return true;
     for (CommCore* c = this; c != nullptr; c = c->parent_) {
-      if (within(buffer, c->pinned_, c->pinned_bytes_)) {
-        retired_gpu->add_pinned(c->pinned_, c->pinned_bytes_);
-        retire_note("pinned copies of GPU buffers", c->pinned_bytes_);
-        c->pinned_ = nullptr;
-        c->pinned_bytes_ = 0;
+      size_t bytes = 0;
+      if (c->host_copies_->retire_if_holds(buffer, retired_gpu, &bytes)) {
+        retire_note("pinned copies of GPU buffers", bytes);
         return true;
       }
       std::vector<std::pair<GrowingDeviceBuffer*, const char*>> grown = {

@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu/ll_protocol.h"
+
 namespace efacoll {
 namespace {
 
@@ -242,6 +244,59 @@ TEST(NodeSchedule, TheChecksCatchInPlaceReduceScatterOnIpcDirect) {
   ASSERT_GT(failures.size(), 0);
   EXPECT_NE(std::string(failures.GetTestPartResult(0).message()).find("race"), std::string::npos)
       << failures.GetTestPartResult(0).message();
+}
+
+// The low-latency protocol runs as one kernel, so its structure is checked on its plans
+// (gpu/ll_protocol.h), every rank's at once: all ranks take the protocol or none; every flag a
+// receiver waits for (one per sender and segment: the kernel's grid) is one its sender writes;
+// what a sender pushes into a receiver's slot is what the receiver reads there, from the same
+// part of the vector, and fits the slot.
+TEST(NodeSchedule, LowLatencyPlansMatchAcrossRanks) {
+  const size_t slot = ll_slot_bytes(size_t(2) << 20, 4);
+  int compared = 0;
+  for (CollKind kind : {CollKind::kAllreduce, CollKind::kAllgather, CollKind::kReduceScatter}) {
+    for (int n : {2, 3, 4, 8, 16}) {
+      for (size_t count :
+           {size_t(0), size_t(1), size_t(5), size_t(4097), size_t(60000), size_t(200000)}) {
+        for (bool inplace : {false, true}) {
+          SCOPED_TRACE(std::string(coll_name(kind)) + " n=" + std::to_string(n) +
+                       " count=" + std::to_string(count) + (inplace ? " in place" : ""));
+          std::vector<size_t> blocks(n);
+          for (int r = 0; r < n; ++r) blocks[r] = count / n + (size_t(r) < count % n) * (r + 1);
+          std::vector<LlCall> plans(n);
+          std::vector<bool> fits(n);
+          for (int r = 0; r < n; ++r)
+            fits[r] = ll_plan(kind, kElem, count, blocks.data(), r, n, inplace, slot, &plans[r]);
+          for (int r = 1; r < n; ++r) ASSERT_EQ(fits[r], fits[0]) << "ranks disagree on taking it";
+          if (!fits[0]) continue;
+          ++compared;
+          const LlCall& first = plans[0];
+          for (const LlCall& c : plans) {
+            ASSERT_EQ(c.segments, first.segments) << "flags waited for that nobody writes";
+            ASSERT_EQ(c.segment_bytes, first.segment_bytes);
+            ASSERT_EQ(c.packed, first.packed);
+            ASSERT_EQ(c.split, first.split);
+          }
+          for (int s = 0; s < n; ++s) {
+            for (int r = 0; r < n; ++r) {
+              if (s == r && !plans[s].split) continue;  // own data read in place
+              const size_t pushed = plans[s].bytes_to[r];
+              const size_t read =
+                  kind == CollKind::kAllgather ? plans[r].bytes_to[s] : plans[r].bytes_to[r];
+              EXPECT_EQ(pushed, read) << "rank " << s << " to rank " << r;
+              if (kind != CollKind::kAllgather)
+                EXPECT_EQ(plans[s].offset_to[r], plans[r].offset_to[r]) << "another part";
+              EXPECT_GE(first.segments * first.segment_bytes, pushed) << "bytes past the grid";
+              EXPECT_LE(first.packed ? 2 * ((pushed + 3) / 4 * 4) : pushed,
+                        first.packed ? slot / 2 : slot)
+                  << "past the slot";
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 50);
 }
 
 }  // namespace

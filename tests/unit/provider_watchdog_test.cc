@@ -172,7 +172,8 @@ void run_with_a_held_provider(milliseconds hold, Watched* watched) {
     const double late =
         std::chrono::duration<double>(watched->first_report - watched->held_since).count();
     EXPECT_GE(late, 0.99) << "reported before the timeout";
-    EXPECT_LT(late, 3.0) << "reported long after the timeout";
+    // At the timeout (1 s), not at the hold's end (10 s): room for a loaded 2-core machine.
+    EXPECT_LT(late, 6.0) << "reported long after the timeout";
   }
 }
 
@@ -300,7 +301,8 @@ TEST(ProviderWatchdog, TheTimeAProcessWasStoppedDoesNotCountAgainstItsCall) {
       << "status " << end.status;
   EXPECT_NE(end.said.find("has not returned for 2."), std::string::npos) << end.said;
   EXPECT_GE(end.seconds_after_resume, 1.8) << "aborted for the time it was stopped";
-  EXPECT_LT(end.seconds_after_resume, 4.0) << "the stuck call was not reported after the stop";
+  // Reported one timeout (2 s) after the resume, not at the 10 s bound: room for a loaded host.
+  EXPECT_LT(end.seconds_after_resume, 7.0) << "the stuck call was not reported after the stop";
 }
 
 // The same for the timeout of a call waiting on a late peer: stopped 3 s with a 2 s timeout,
