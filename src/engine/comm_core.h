@@ -66,7 +66,7 @@ class CommCore {
   Status run_locked(const CollArgs& args);
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   // This communicator's GPU memory and its sub-communicators', taken into `out` (which frees it
-  // through Engine::give_back_gpu_memory).
+  // through EngineCore::give_back_gpu_memory).
   void take_gpu_memory(GpuMemoryToFree* out);
   // Grows `buffer` to at least `want` bytes on `device`: its old memory is given back to the
   // engine, the new allocated with the call's lock lent (engine/lock_lent.h).
@@ -88,7 +88,7 @@ class CommCore {
   // The tuner's fabric algorithm, chunk and channels for the call (may start an online trial).
   TunedChoice fabric_choice(CollKind kind, const RingArgs& ring);
   // The call's schedule by `choice` (its prediction plus `extra_us`, measured); recorded as the
-  // engine's last call (Engine::record_call) once built.
+  // engine's last call (EngineCore::record_call) once built.
   Status plan_schedule(CollKind kind, RingArgs& ring, TunedChoice choice, double extra_us,
                        Schedule* schedule);
   // comm_choice.cc: forced, the rule, the tuner's pick, or a candidate on trial.

@@ -4,7 +4,7 @@
 // holds up whether or not it holds the engine's lock. So the engine frees such memory only
 // while none of its low-latency kernels is under way (EngineCore::give_back_gpu_memory).
 // cudaIpcCloseMemHandle waits for this process's kernels too (2 processes on one H200,
-// 2026-12-04, bench/ipc_close_wait.py: 290 ms behind a 300 ms kernel of its own, as cudaFree;
+// bench/ipc_close_wait.py, docs/benchmarks.md: 290 ms behind a 300 ms kernel of its own, as cudaFree;
 // 0.16 ms behind the exporter's), so peers' memory mapped here is closed the same way. Only
 // IpcMappings' reopen closes at once what is in its way (EngineCore::close_ipc_mappings_now), as it
 // always did, and so may still wait for those kernels. Opening a peer's memory, exporting,

@@ -133,7 +133,7 @@ struct LlCall {
   // The caller lends its process's lock while the kernel waits: other threads' calls run
   // meanwhile, and their copies on the legacy stream must not wait for this kernel (even a
   // synchronisation of the legacy stream with nothing queued there waits for kernels on blocking
-  // streams: 190 ms behind a 200 ms kernel, bench/cuda_call_wait.py on one H200, 2026-12-04).
+  // streams: 190 ms behind a 200 ms kernel, bench/cuda_call_wait.py on one H200).
   bool lends_lock = false;
 };
 

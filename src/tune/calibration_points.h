@@ -1,4 +1,4 @@
-// The sizes EFACOLL_TUNE=calibrate runs every algorithm at (Comm::calibrate_algorithms), per
+// The sizes EFACOLL_TUNE=calibrate runs every algorithm at (CommCore::calibrate_algorithms), per
 // collective and communicator size: the same list on every rank, so all make the same calls.
 #pragma once
 #include <cstddef>

@@ -1,8 +1,8 @@
 // Ranks of one node that share a GPU: which way a call on GPU buffers runs, IPC (direct, or its
 // rounds where it cannot) or the fabric, from times measured on that communicator
-// (Comm::measure_shared_gpu). Every way waits for the GPU to turn from one process's context to
+// (CommCore::measure_shared_gpu). Every way waits for the GPU to turn from one process's context to
 // another's, which the link figures cannot price: without MPS a time slice (2 ranks on one H200,
-// 2026-12-04: IPC direct 220-610 us a call where 25-76 were predicted, the fabric 40-480 where
+// docs/benchmarks.md: IPC direct 220-610 us a call where 25-76 were predicted, the fabric 40-480 where
 // 4-480 were), with MPS a few microseconds. Each way's measured time over the model's prediction
 // (its extra; for the fabric, the time of the algorithm the trials would keep over the
 // prediction of the model's pick) is interpolated between the measured sizes and added to the
@@ -36,7 +36,7 @@ struct PathExtra {
 
 // The call shapes measured apart: each collective, and reduce-scatter in place, which IPC runs
 // in rounds through its workspaces instead of IPC direct (2 ranks on one H200 without MPS,
-// 2026-12-04: 400-630 us a call against 220-380) and the fabric on the input's own buffer.
+// docs/benchmarks.md: 400-630 us a call against 220-380) and the fabric on the input's own buffer.
 struct SharedGpuShape {
   CollKind kind;
   bool inplace;
