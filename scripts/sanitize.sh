@@ -62,7 +62,7 @@ run_tsan() {
   cmake --build "$build" -j"${JOBS:-2}" --target efacoll efacoll_unit_tests efacoll_threads_test
   local t0=$SECONDS
   TSAN_OPTIONS="halt_on_error=1" "$build/bin/efacoll_unit_tests" --gtest_brief=1 \
-    --gtest_filter='ConcurrentComms.*:Mismatch.*:GiveUp.*:ProviderClock.*:ProviderWatchdog*:StoppedProcess.*:Calibration.*:RingCollectives.*:Hierarchical.*:Channels.*:MultiRail.*:SharedGpu.*:SharedGpuCandidates.*'
+    --gtest_filter='ConcurrentComms.*:Mismatch.*:GiveUp.*:ProviderClock.*:ProviderWatchdog*:StoppedProcess.*:Calibration.*:RingCollectives.*:Hierarchical.*:Channels.*:MultiRail.*:SharedGpu.*:SharedGpuCandidates.*:LastCall.*'
   echo "tsan: unit tests clean in $((SECONDS - t0)) s"
   for prov in tcp shm; do
     log=$(mktemp)
