@@ -156,4 +156,16 @@ std::vector<NodePhase> ipc_direct_schedule(const NodeCall& c) {
   return phases;
 }
 
+bool node_schedule_touches(const std::vector<NodePhase>& phases, int rank, NodeSpace space) {
+  auto is = [&](const NodeRef& r) { return r.rank == rank && r.space == space; };
+  for (const NodePhase& phase : phases) {
+    for (const NodeOp& op : phase.ops) {
+      if (is(op.dst)) return true;
+      for (const NodeRef& src : op.srcs)
+        if (is(src)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace efacoll

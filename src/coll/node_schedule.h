@@ -54,4 +54,7 @@ std::vector<NodePhase> ipc_rounds_schedule(const NodeCall& call);
 // IPC direct: the peers' own buffers, one phase (not for in-place reduce-scatter).
 std::vector<NodePhase> ipc_direct_schedule(const NodeCall& call);
 
+// Whether any operation of `phases` reads or writes `rank`'s `space` (what must be mapped).
+bool node_schedule_touches(const std::vector<NodePhase>& phases, int rank, NodeSpace space);
+
 }  // namespace efacoll

@@ -191,22 +191,20 @@ Status CommCore::run(const CollArgs& args) {
   return st;
 }
 
-namespace {
-
-// The plan's costly questions, answered by the communicator for one call.
-class CallQuestions : public PlanQuestions {
+// The plan's costly questions, answered by this communicator for one call (on every call's
+// path: no allocation).
+class CommCore::CallQuestions : public PlanQuestions {
  public:
-  CallQuestions(std::function<TunedChoice()> fabric, std::function<bool()> hierarchical)
-      : fabric_(std::move(fabric)), hierarchical_(std::move(hierarchical)) {}
-  TunedChoice fabric_choice() override { return fabric_(); }
-  bool hierarchical_usable() override { return hierarchical_(); }
+  CallQuestions(CommCore& comm, const CollArgs& args, const RingArgs& ring)
+      : comm_(comm), args_(args), ring_(ring) {}
+  TunedChoice fabric_choice() override { return comm_.fabric_choice(args_.kind, ring_); }
+  bool hierarchical_usable() override { return comm_.hier_gpu_usable(args_.device); }
 
  private:
-  std::function<TunedChoice()> fabric_;
-  std::function<bool()> hierarchical_;
+  CommCore& comm_;
+  const CollArgs& args_;
+  const RingArgs& ring_;
 };
-
-}  // namespace
 
 // Also the entry of a hierarchical call's phases, which run on sub-communicators.
 Status CommCore::run_locked(const CollArgs& args) {
@@ -217,12 +215,10 @@ Status CommCore::run_locked(const CollArgs& args) {
   PlanFacts facts;
   facts.kind = args.kind;
   facts.gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
-  facts.nranks = size_;
   facts.bytes = call_bytes(ring.ring);
   facts.forced = engine_->config().algo.for_kind(args.kind);
   gpu_call_ = facts.gpu;
-  CallQuestions questions([&] { return fabric_choice(args.kind, ring.ring); },
-                          [&] { return hier_gpu_usable(args.device); });
+  CallQuestions questions(*this, args, ring.ring);
   if (!facts.gpu) {
     const Plan plan = choose_plan(facts, questions);
     return run_planned_schedule(args, ring, plan.choice, plan.fabric_extra_us);

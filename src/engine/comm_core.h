@@ -64,6 +64,7 @@ class CommCore {
 
  private:
   Status run_locked(const CollArgs& args);
+  class CallQuestions;  // the plan's questions (tune/plan.h), answered for one call
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
   // This communicator's GPU memory and its sub-communicators', taken into `out` (which frees it
   // through EngineCore::give_back_gpu_memory).

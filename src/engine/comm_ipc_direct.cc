@@ -78,14 +78,14 @@ Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   // buffers that share a driver chunk map once per process; such a mapping that another call
   // kept cached, idle, makes way (IpcMappings).
   IpcMappings::Call mapped;
+  const std::vector<NodePhase> phases = ipc_direct_schedule(node_call(args, ring));
   for (int p = 0; p < size_ && st.is_ok(); ++p) {
     if (p == rank_) continue;
-    // Only what this collective touches: reduce-scatter reads peers' inputs, allgather writes
-    // their outputs, allreduce does both.
-    if (args.kind != CollKind::kAllgather) st = map_peer(s, &mapped, p, all[p].send, &sends[p]);
-    if (st.is_ok() && args.kind != CollKind::kReduceScatter) {
+    // Only what the schedule touches of the peer's buffers.
+    if (node_schedule_touches(phases, p, NodeSpace::kSend))
+      st = map_peer(s, &mapped, p, all[p].send, &sends[p]);
+    if (st.is_ok() && node_schedule_touches(phases, p, NodeSpace::kRecv))
       st = map_peer(s, &mapped, p, all[p].recv, &recvs[p]);
-    }
   }
   if (st.is_ok()) {
     const NodeAddress address = [&](const NodeRef& r) -> uint8_t* {
@@ -94,7 +94,7 @@ Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
                                                     : nullptr;
       return base ? base + r.offset : nullptr;
     };
-    for (const NodePhase& phase : ipc_direct_schedule(node_call(args, ring))) {
+    for (const NodePhase& phase : phases) {
       if (st.is_ok()) st = run_node_ops(gpu, phase.ops, address, args.dtype, args.op);
     }
   }

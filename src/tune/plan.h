@@ -27,7 +27,6 @@ const char* path_name(Path path);
 struct PlanFacts {
   CollKind kind = CollKind::kAllreduce;
   bool gpu = false;  // the call's data lies on GPUs
-  int nranks = 1;
   size_t bytes = 0;  // as the tuner sizes calls (call_bytes)
   Algo forced = Algo::kAuto;
   // GPU calls. Every member is on this node and maps the others' memory through CUDA IPC, and no

@@ -232,6 +232,34 @@ TEST(NodeSchedule, IpcDirectIsRaceFreeAndExact) {
   }
 }
 
+// IPC direct maps of each peer only what its schedule touches: reduce-scatter reads the peers'
+// inputs, allgather writes their results, allreduce both (in place: their receive buffers only).
+TEST(NodeSchedule, IpcDirectTouchesOnlyWhatItsCollectiveNeeds) {
+  struct Want {
+    CollKind kind;
+    bool inplace, send, recv;
+  };
+  for (const Want& w : {Want{CollKind::kAllreduce, false, true, true},
+                        Want{CollKind::kAllreduce, true, false, true},
+                        Want{CollKind::kAllgather, false, false, true},
+                        Want{CollKind::kAllgather, true, false, true},
+                        Want{CollKind::kReduceScatter, false, true, false}}) {
+    NodeCall c;
+    c.kind = w.kind;
+    c.nranks = 3;
+    c.elem_size = kElem;
+    c.count = 12;
+    c.blocks = {4, 4, 4};
+    c.inplace = w.inplace;
+    const std::vector<NodePhase> phases = ipc_direct_schedule(c);
+    for (int peer : {1, 2}) {
+      SCOPED_TRACE(std::string(coll_name(w.kind)) + (w.inplace ? " in place" : ""));
+      EXPECT_EQ(node_schedule_touches(phases, peer, NodeSpace::kSend), w.send);
+      EXPECT_EQ(node_schedule_touches(phases, peer, NodeSpace::kRecv), w.recv);
+    }
+  }
+}
+
 // The checks can fail: in-place reduce-scatter on IPC direct races (rank r's result overwrites
 // the start of its input, which other ranks read in the same phase).
 TEST(NodeSchedule, TheChecksCatchInPlaceReduceScatterOnIpcDirect) {

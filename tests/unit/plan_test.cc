@@ -28,7 +28,6 @@ class CountingQuestions : public PlanQuestions {
 PlanFacts one_node_gpu_call(size_t bytes) {
   PlanFacts f;
   f.gpu = true;
-  f.nranks = 4;
   f.bytes = bytes;
   f.ipc = true;
   f.ll_set_up = true;
@@ -123,7 +122,6 @@ TEST(Plan, RanksSharingAGpuGoByTheMeasuredTimes) {
 TEST(Plan, AcrossNodesHierarchicalUnlessTheTunerPrefersAFlatAllreduce) {
   PlanFacts f;
   f.gpu = true;
-  f.nranks = 8;
   f.bytes = 64 << 20;
   f.hier_possible = true;
   CountingQuestions q;
@@ -152,7 +150,6 @@ TEST(Plan, AcrossNodesHierarchicalUnlessTheTunerPrefersAFlatAllreduce) {
 TEST(Plan, GpuCallsWithoutIpcOrNodesRunTheFabric) {
   PlanFacts f;
   f.gpu = true;
-  f.nranks = 2;
   f.bytes = 1 << 20;
   CountingQuestions q;
   const Plan p = choose_plan(f, q);
