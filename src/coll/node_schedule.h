@@ -1,6 +1,6 @@
 // The CUDA IPC paths inside one node written as data, as the fabric's schedules are: which rank
 // copies or reduces which bytes of whose buffer, in phases that every rank ends together (a host
-// barrier). The engine executes these (engine/comm_ipc.cc, comm_ipc_direct.cc), and the same
+// barrier). The engine executes these (engine/paths/ipc_rounds.cc, ipc_direct.cc), and the same
 // structural checks as the schedules' run on them for every rank at once
 // (tests/unit/node_schedule_test.cc: no two ranks touch the same bytes in one phase with one of
 // them writing; every workspace byte written is read before it is overwritten; nothing is read

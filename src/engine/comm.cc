@@ -12,11 +12,12 @@
 #include "engine/engine_core.h"
 #include "engine/gpu_memory_to_free.h"
 #include "engine/growing_device_buffer.h"
-#include "engine/hier_state.h"
-#include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
+#include "engine/paths/hierarchical.h"
 #include "engine/paths/host_copies.h"
+#include "engine/paths/ipc_paths.h"
 #include "engine/ring_plan.h"
+#include "engine/shared_gpu_state.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 #include "gpu/memory_kind.h"
@@ -45,6 +46,7 @@ CommCore::CommCore(EngineCore* engine, Setup setup)
           [engine](GpuMemoryToFree memory) { engine->give_back_gpu_memory(std::move(memory)); })),
       one_node_(setup.one_node),
       hier_per_node_(setup.hier_per_node),
+      shared_(std::make_unique<SharedGpuState>()),
       model_(std::move(setup.model)) {}
 
 Status CommCore::calibrate_at_creation(std::unique_lock<std::mutex>& busy) {
@@ -76,25 +78,12 @@ void CommCore::take_gpu_memory(GpuMemoryToFree* out) {
   MrCache* mrs = engine_->mr_cache();
   if (mrs) mrs->forget(scratch_id_);
   host_copies_->give_memory(out);
-  if (ipc_) {
-    // Its own entry in peers is the workspace, not a mapping.
-    for (void*& p : ipc_->peers) {
-      if (p && p != ipc_->workspace) out->add_ipc_mapping(p);
-      p = nullptr;
-    }
-    if (ipc_->workspace) out->add_device(ipc_->device, ipc_->workspace, ipc_->workspace_bytes);
-    ipc_->workspace = nullptr;
-  }
-  std::vector<GrowingDeviceBuffer*> grown = {gpu_scratch_.get(), send_copy_.get(),
-                                             recv_copy_.get()};
-  if (ipc_) {
-    grown.push_back(&ipc_->probe_send);
-    grown.push_back(&ipc_->probe_recv);
-  }
+  if (ipc_) ipc_->give_memory(out);
+  std::vector<GrowingDeviceBuffer*> grown = {gpu_scratch_.get(), send_copy_.get(), recv_copy_.get(),
+                                             &shared_->probe_send, &shared_->probe_recv};
   if (hier_) {
-    grown.push_back(&hier_->slice);
-    grown.push_back(&hier_->gathered);
-    for (CommCore* sub : {hier_->node.get(), hier_->cross.get()})
+    for (auto [buffer, what] : hier_->buffers()) grown.push_back(buffer);
+    for (CommCore* sub : hier_->subs())
       if (sub) sub->take_gpu_memory(out);
   }
   for (GrowingDeviceBuffer* b : grown) {
@@ -198,7 +187,7 @@ class CommCore::CallQuestions : public PlanQuestions {
   CallQuestions(CommCore& comm, const CollArgs& args, const RingArgs& ring)
       : comm_(comm), args_(args), ring_(ring) {}
   TunedChoice fabric_choice() override { return comm_.fabric_choice(args_.kind, ring_); }
-  bool hierarchical_usable() override { return comm_.hier_gpu_usable(args_.device); }
+  bool hierarchical_usable() override { return comm_.hier_usable(args_.device); }
 
  private:
   CommCore& comm_;
@@ -233,7 +222,7 @@ Status CommCore::run_locked(const CollArgs& args) {
     EFACOLL_TRACE(kTune, "%s %zu B on %d ranks, GPU buffers: %s (%s)", coll_name(args.kind),
                   facts.bytes, size_, path_name(plan.path), plan.why);
   }
-  if (plan.advances_ll_sequence) EFACOLL_RETURN_IF_ERROR(advance_ll_seq());
+  if (plan.advances_ll_sequence) EFACOLL_RETURN_IF_ERROR(ipc_->advance_sequence());
   return run_gpu_plan(args, ring, plan, ll_call);
 }
 
@@ -246,11 +235,11 @@ Status CommCore::gpu_plan_facts(const CollArgs& args, const RingPlan& ring, Plan
   f->ipc = one_node_ && size_ > 1 && config.ipc_chunk_bytes > 0 && !fabric_algo(f->forced) &&
            ipc_usable(args.device);
   f->host_copies_fit = takes_host_copies(args.kind, ring.ring);
-  f->hier_possible = hier_per_node_ > 0 && config.hier_ipc && hier_gpu_fits(args);
+  f->hier_possible = hier_per_node_ > 0 && config.hier_ipc && HierarchicalPath::fits(args, size_);
   if (!f->ipc) return Status::ok();
-  f->ll_set_up = ipc_->ll_usable;
-  f->ll_fits = ipc_->ll_usable && ipc_ll_plan(args, ll_call);
-  f->ipc_direct = ipc_direct_possible(args);
+  f->ll_set_up = ipc_->low_latency_set_up();
+  f->ll_fits = f->ll_set_up && ipc_->low_latency_plan(args, ll_call);
+  f->ipc_direct = ipc_->direct_possible(args);
   CostInputs in;
   in.kind = args.kind;
   in.nranks = size_;
@@ -261,7 +250,7 @@ Status CommCore::gpu_plan_facts(const CollArgs& args, const RingPlan& ring, Plan
                 coll_name(args.kind), in.bytes, size_, f->ll_us, f->ll_fits ? "" : " (cannot run)",
                 f->ipc_us);
   if (shared_gpu_tuned(f->forced)) {
-    if (!ipc_->shared_paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
+    if (!shared_->paths.measured) EFACOLL_RETURN_IF_ERROR(measure_shared_gpu(args.device));
     // Where a rank could not take part, the model's rule stands.
     if (shared_gpu_tuned(f->forced)) f->shared = &shared_gpu_pick(args, ring, f->ipc_us);
   }
@@ -272,8 +261,7 @@ Status CommCore::run_gpu_plan(const CollArgs& args, RingPlan& ring, const Plan& 
                               LlCall& ll_call) {
   GpuRuntime* rt = engine_->gpu();
   if (plan.path == Path::kHostCopies) {
-    if (plan.watch_ll_peers)
-      watch_ll_peers(args.kind, LlPath::kOther, ipc_call_key(args, ring.ring));
+    if (plan.watch_ll_peers) watch_ll_peers(args.kind, LlPath::kOther, args, ring.ring);
     Status st = run_gpu_via_host(args, ring, plan.choice, plan.fabric_extra_us);
     stall_check_ = nullptr;
     return st;
@@ -307,21 +295,20 @@ Status CommCore::run_gpu_plan(const CollArgs& args, RingPlan& ring, const Plan& 
   Status st;
   switch (plan.path) {
     case Path::kLowLatency:
-      st = run_ipc_ll(a, ll_call);
+      st = ipc_->run_low_latency(a, ll_call);
       break;
     case Path::kIpcDirect:
     case Path::kIpcRounds: {
       const bool direct = plan.path == Path::kIpcDirect;
-      if (plan.watch_ll_peers) {
-        watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds,
-                       ipc_call_key(args, ring.ring));
-      }
-      st = direct ? run_ipc_direct(a, ring.ring) : run_ipc(a, ring.ring);
+      if (plan.watch_ll_peers)
+        watch_ll_peers(args.kind, direct ? LlPath::kIpcDirect : LlPath::kIpcRounds, args,
+                       ring.ring);
+      st = direct ? ipc_->run_direct(a, ring.ring) : ipc_->run_rounds(a, ring.ring);
       stall_check_ = nullptr;
       break;
     }
     case Path::kHierarchical:
-      st = trial_call_.status.is_ok() ? run_hier_gpu(a) : trial_call_.status;
+      st = trial_call_.status.is_ok() ? run_hierarchical(a) : trial_call_.status;
       break;
     case Path::kFabric:
     case Path::kHostCopies:
@@ -333,7 +320,7 @@ Status CommCore::run_gpu_plan(const CollArgs& args, RingPlan& ring, const Plan& 
 }
 
 bool CommCore::shared_gpu_tuned(Algo forced) const {
-  return ipc_ && ipc_->gpu_shared && !ipc_->shared_paths.given_up && forced == Algo::kAuto &&
+  return ipc_ && ipc_->gpus_shared() && !shared_->paths.given_up && forced == Algo::kAuto &&
          engine_->config().tune;
 }
 

@@ -1,7 +1,8 @@
 // One communicator's implementation: its ranks' addresses, sequence numbers, scratch and
-// staging memory, IPC and hierarchical state, the tuner's picks and trials, and the execution of
-// each call's plan (tune/plan.h) on its path. Implemented across src/engine/comm*.cc, one topic
-// each; behind the public Comm handle (include/efacoll/engine.h).
+// staging memory, the tuner's picks and trials, the fabric schedules it runs, and the execution
+// of each call's plan (tune/plan.h) on its path; the other paths are classes of their own
+// (engine/paths/), owned here. Implemented across src/engine/comm*.cc, one topic each; behind
+// the public Comm handle (include/efacoll/engine.h).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -19,9 +20,9 @@ namespace efacoll {
 class EngineCore;
 struct Schedule;
 struct RingArgs;
-struct IpcState;
-struct IpcCallKey;
-struct HierState;
+class IpcPaths;
+class HierarchicalPath;
+struct SharedGpuState;
 struct AlgoInputs;
 struct RingPlan;
 class ShapeTrial;
@@ -62,13 +63,22 @@ class CommCore {
   // is the engine's lock, lent while it waits for peers where calls may run concurrently.
   Status calibrate_at_creation(std::unique_lock<std::mutex>& busy);
 
+  // For the hierarchical path, on its sub-communicators:
+  // a phase of the parent's call (whose lock covers it);
+  Status run_phase(const CollArgs& args) { return run_locked(args); }
+  // whether every member is on this node and reaches the others' GPUs over CUDA IPC (collective
+  // at its first call);
+  bool ipc_in_node(int device) { return one_node_ && ipc_usable(device); }
+  // the low-latency kernel off (nodes declared on one machine share its GPUs).
+  void turn_off_low_latency();
+  // This communicator's GPU memory and its sub-communicators', taken into `out` (which frees it
+  // through EngineCore::give_back_gpu_memory).
+  void take_gpu_memory(GpuMemoryToFree* out);
+
  private:
   Status run_locked(const CollArgs& args);
   class CallQuestions;  // the plan's questions (tune/plan.h), answered for one call
   Status ensure_scratch(size_t bytes, bool on_gpu, int device);
-  // This communicator's GPU memory and its sub-communicators', taken into `out` (which frees it
-  // through EngineCore::give_back_gpu_memory).
-  void take_gpu_memory(GpuMemoryToFree* out);
   // Grows `buffer` to at least `want` bytes on `device`: its old memory is given back to the
   // engine, the new allocated with the call's lock lent (engine/lock_lent.h).
   Status grow(GrowingDeviceBuffer& buffer, int device, size_t want);
@@ -133,24 +143,15 @@ class CommCore {
   // Copies in, runs the fabric's `choice` on pinned host copies, copies the result back.
   Status run_gpu_via_host(const CollArgs& args, RingPlan& plan, const TunedChoice& choice,
                           double extra_us);
-  // comm_ipc.cc
-  // A ring allgather of host memory (chunk_bytes 0: the configured chunk).
+  // comm_paths.cc: the paths of engine/paths/, made at the first call that asks (collective).
+  // A ring allgather of host memory (chunk_bytes 0: the configured chunk): set-ups' exchanges
+  // and the node paths' barriers.
   Status host_allgather(const void* in, size_t bytes, void* out, size_t chunk_bytes = 0);
-  bool ipc_usable(int device);
-  Status run_ipc(const CollArgs& args, const RingArgs& ring);
-  // comm_ipc_direct.cc
-  bool ipc_direct_possible(const CollArgs& args) const;
-  Status compare_ipc_keys(const CollArgs& args, const IpcCallKey& mine,
-                          const std::vector<IpcCallKey>& keys) const;
-  Status run_ipc_direct(const CollArgs& args, const RingArgs& ring);
-  // comm_ipc_ll.cc
-  bool ipc_ll_plan(const CollArgs& args, LlCall* call) const;
-  Status run_ipc_ll(const CollArgs& args, LlCall& call);  // at the sequence advance_ll_seq set
-  Status advance_ll_seq();
-  // comm_ll_paths.cc: calls of one sequence that took different paths inside the node.
-  Status read_ll_keys(std::vector<uint64_t>* words);  // this rank's region, this sequence
-  void watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call);
-  Status join_peers_exchange(const IpcCallKey& call);
+  bool ipc_usable(int device);  // on `device`
+  // A call off the low-latency protocol watches for peers in it while it waits.
+  void watch_ll_peers(CollKind kind, LlPath path, const CollArgs& args, const RingArgs& ring);
+  bool hier_usable(int device);  // on `device`
+  Status run_hierarchical(const CollArgs& args);
   // comm_stale.cc: messages a failed call left in the provider's queue.
   void remember_failed_call(uint32_t seq);
   void drop_stale_messages();  // of failed calls half way round the tag's sequence
@@ -158,15 +159,6 @@ class CommCore {
   // comm_calibrate.cc
   Status calibrate();
   Status calibrate_algorithms();
-  // comm_hier.cc
-  class PhaseRunner;
-  bool hier_gpu_usable(int device);
-  bool hier_gpu_fits(const CollArgs& args) const;
-  Status run_hier_gpu(const CollArgs& args);
-  Status run_hier_gpu_allreduce(const CollArgs& args);
-  Status run_hier_gpu_allgather(const CollArgs& args);
-  Status run_hier_gpu_reduce_scatter(const CollArgs& args);
-
   EngineCore* engine_;
   int rank_, size_;
   uint32_t id_;
@@ -190,8 +182,9 @@ class CommCore {
   std::unique_ptr<HostCopiesPath> host_copies_;  // small GPU calls through pinned host memory
   bool one_node_ = false;                        // every member on this node
   int hier_per_node_ = 0;  // >0: nodes of this many consecutive ranks (hierarchical allreduce)
-  std::unique_ptr<IpcState> ipc_;
-  std::unique_ptr<HierState> hier_;
+  std::unique_ptr<IpcPaths> ipc_;           // made at the first call that could use IPC
+  std::unique_ptr<HierarchicalPath> hier_;  // made at the first call that could take it
+  std::unique_ptr<SharedGpuState> shared_;  // IPC and the fabric measured where ranks share GPUs
   CostModel model_;  // the engine's, or this communicator's own measurement (EFACOLL_TUNE)
   std::unordered_map<uint64_t, TunedChoice> tuned_;  // the tuner's picks per call shape
   // Online trials per call shape (EngineConfig::tune_trials), running or settled.

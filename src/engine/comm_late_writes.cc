@@ -17,7 +17,7 @@
 #include "engine/engine_core.h"
 #include "engine/gpu_memory_to_free.h"
 #include "engine/growing_device_buffer.h"
-#include "engine/hier_state.h"
+#include "engine/paths/hierarchical.h"
 #include "engine/paths/host_copies.h"
 #include "engine/stage_pool.h"
 #include "gpu/gpu_runtime.h"
@@ -73,7 +73,7 @@ void CommCore::retire_late_write_targets(unsigned targets, const CollArgs& args,
     return base != nullptr && q >= b && q < b + bytes;
   };
   auto retire_ours_at = [&](const void* buffer) {
-    // An abandoned phase after the one that retired it (CommCore::PhaseRunner) runs there still.
+    // An abandoned phase after the one that retired it (paths/hierarchical.cc) runs there still.
     for (const GpuMemoryToFree::Block& b : retired_gpu->blocks)
       if (within(buffer, b.ptr, b.bytes)) return true;
     for (CommCore* c = this; c != nullptr; c = c->parent_) {
@@ -86,8 +86,7 @@ void CommCore::retire_late_write_targets(unsigned targets, const CollArgs& args,
           {c->recv_copy_.get(), "device copy of a host buffer"},
           {c->send_copy_.get(), "device copy of a host buffer"}};
       if (c->hier_) {
-        grown.emplace_back(&c->hier_->slice, "hierarchical slice");
-        grown.emplace_back(&c->hier_->gathered, "hierarchical gather buffer");
+        for (auto named : c->hier_->buffers()) grown.push_back(named);
       }
       for (auto [b, what_memory] : grown) {
         if (!within(buffer, b->ptr, b->bytes)) continue;

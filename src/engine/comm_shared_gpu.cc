@@ -13,8 +13,9 @@
 #include "engine/comm_core.h"
 #include "engine/engine_core.h"
 #include "engine/growing_device_buffer.h"
-#include "engine/ipc_state.h"
+#include "engine/paths/ipc_paths.h"
 #include "engine/ring_plan.h"
+#include "engine/shared_gpu_state.h"
 #include "transport/transport.h"
 #include "tune/algo.h"
 #include "tune/cost_model.h"
@@ -71,21 +72,22 @@ const SharedGpuPick& CommCore::shared_gpu_pick(const CollArgs& args, const RingP
   const uint64_t key = pick_key(bytes, args.kind, args.inplace, via_host);
   // Kept per call shape, as the tuner's picks: predicting the fabric's candidates takes longer
   // than a small IPC direct call under MPS (a 2 MiB allreduce on one H200: 67 us against 46).
-  auto it = ipc_->shared_picks.find(key);
-  if (it == ipc_->shared_picks.end()) {
+  auto it = shared_->picks.find(key);
+  if (it == shared_->picks.end()) {
     const double fabric_us = fabric_model_us(args.kind, plan.ring);
-    if (ipc_->shared_picks.size() >= kSharedPickShapes) ipc_->shared_picks.clear();
+    if (shared_->picks.size() >= kSharedPickShapes) shared_->picks.clear();
     const SharedGpuPick pick =
-        pick_shared_gpu_path(ipc_->shared_paths, shared_gpu_shape(args.kind, args.inplace), bytes,
+        pick_shared_gpu_path(shared_->paths, shared_gpu_shape(args.kind, args.inplace), bytes,
                              via_host, ipc_model_us, fabric_us);
-    it = ipc_->shared_picks.emplace(key, pick).first;
+    it = shared_->picks.emplace(key, pick).first;
   }
   const SharedGpuPick& pick = it->second;
   EFACOLL_TRACE(kTune,
                 "%s %zu B on %d ranks sharing GPUs: IPC %s %.1f us, the fabric (%s) %.1f us "
                 "(measured extras added)",
-                coll_name(args.kind), bytes, size_, ipc_direct_possible(args) ? "direct" : "rounds",
-                pick.ipc_us, via_host ? "host copies" : "staged", pick.fabric_us);
+                coll_name(args.kind), bytes, size_,
+                ipc_->direct_possible(args) ? "direct" : "rounds", pick.ipc_us,
+                via_host ? "host copies" : "staged", pick.fabric_us);
   return pick;
 }
 
@@ -97,7 +99,7 @@ std::vector<TunedChoice> CommCore::fabric_candidates(CollKind kind, const RingAr
 }
 
 Status CommCore::measure_shared_gpu(int device) {
-  SharedGpuPaths& paths = ipc_->shared_paths;
+  SharedGpuPaths& paths = shared_->paths;
   const EngineConfig& config = engine_->config();
   std::vector<MeasuredCall> calls;
   size_t most = 0;
@@ -115,8 +117,8 @@ Status CommCore::measure_shared_gpu(int device) {
   }
   // Kept for the communicator's life, never grown: peers keep them mapped by buffer id, and a
   // buffer freed while a peer keeps its mapping is undefined for CUDA.
-  GrowingDeviceBuffer& send = ipc_->probe_send;
-  GrowingDeviceBuffer& recv = ipc_->probe_recv;
+  GrowingDeviceBuffer& send = shared_->probe_send;
+  GrowingDeviceBuffer& recv = shared_->probe_recv;
   Status st = grow(send, device, most);
   if (st.is_ok()) st = grow(recv, device, most);
   // Zeros (in place, recv holds the input): garbage floats may be denormals, which the host
@@ -220,7 +222,7 @@ Status CommCore::plan_measured_call(int device, const GrowingDeviceBuffer& send,
   in.nranks = size_;
   in.bytes = call_bytes(c->plan.ring);
   c->bytes = static_cast<double>(in.bytes);
-  c->direct = ipc_direct_possible(a);
+  c->direct = ipc_->direct_possible(a);
   c->via_host = takes_host_copies(shape.kind, c->plan.ring);
   c->fabric = fabric_candidates(shape.kind, c->plan.ring);
   c->ipc_predicted = predict_node_us(model_, Algo::kIpc, in);
@@ -239,7 +241,7 @@ Status CommCore::time_measured_call(MeasuredCall& c, std::vector<double>* median
       for (int b = 0; b < kBatch && st.is_ok(); ++b) {
         RingPlan p = c.plan;
         if (way == 0) {
-          st = c.direct ? run_ipc_direct(c.args, p.ring) : run_ipc(c.args, p.ring);
+          st = c.direct ? ipc_->run_direct(c.args, p.ring) : ipc_->run_rounds(c.args, p.ring);
         } else if (c.via_host) {
           st = run_gpu_via_host(c.args, p, c.fabric[way - 1], 0);
         } else {
@@ -261,7 +263,7 @@ Status CommCore::time_measured_call(MeasuredCall& c, std::vector<double>* median
 
 void CommCore::record_measured_calls(const std::vector<MeasuredCall>& calls,
                                      const std::vector<double>& all) {
-  SharedGpuPaths& paths = ipc_->shared_paths;
+  SharedGpuPaths& paths = shared_->paths;
   const size_t per_rank = all.size() / static_cast<size_t>(size_);
   std::string text;
   size_t first = 0;  // the call's first time among a rank's

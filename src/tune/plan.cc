@@ -6,15 +6,16 @@
 namespace efacoll {
 
 const char* path_name(Path path) {
+  // The node algorithms' names are the tuner's (algo_name): one spelling in TRACE and the C API.
   switch (path) {
     case Path::kFabric:
       return "fabric schedule";
     case Path::kHostCopies:
       return "host copies";
     case Path::kLowLatency:
-      return "low-latency (IPC)";
+      return algo_name(Algo::kLl, CollKind::kAllreduce);
     case Path::kIpcDirect:
-      return "IPC direct";
+      return algo_name(Algo::kIpc, CollKind::kAllreduce);
     case Path::kIpcRounds:
       return "IPC rounds";
     case Path::kHierarchical:

@@ -63,7 +63,7 @@ struct Plan {
   double fabric_extra_us = 0;
   bool advances_ll_sequence = false;  // an IPC call: takes the low-latency protocol's next sequence
   // The node's peers may be on the low-latency protocol at this sequence while this rank is not:
-  // it watches for their words (the calls differ; comm_ll_paths.cc).
+  // it watches for their words (the calls differ; engine/paths/ipc_path_watch.cc).
   bool watch_ll_peers = false;
   const char* why = "";  // for the TRACE line
 };

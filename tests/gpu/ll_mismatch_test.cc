@@ -188,7 +188,7 @@ TEST_F(LlMismatch, AnotherOpCountOrCollectiveStopsEveryRankAndTheNextCallIsExact
 }
 
 // A rank whose call took another path (IPC direct: too large for this protocol) stores its key
-// from the host, as comm_ll_paths.cc does once its exchange has waited: the ranks in the
+// from the host, as engine/paths/ipc_path_watch.cc does once its exchange has waited: the ranks in the
 // protocol stop on it, late as it comes, and see which path it took.
 TEST_F(LlMismatch, AKeyStoredLateByARankOnAnotherPathStopsTheOthers) {
   for (int P : {2, 4}) {

@@ -1,5 +1,5 @@
 // A hierarchical call's own memory after one of its phases failed with receives that their
-// senders may still write (comm_hier.cc, comm_late_writes.cc): the slice its cross-node phase
+// senders may still write (engine/paths/hierarchical.cc, comm_late_writes.cc): the slice its cross-node phase
 // received into is retired, never reused, and freed only once the whole call is over, since its
 // later phases, abandoned, still run in it. Four ranks as 2 nodes of 2, node phases over CUDA IPC
 // on the host runtime; the provider takes GPU buffers (HmemOnHost), as EFA with GPUDirect does.

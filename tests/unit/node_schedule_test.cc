@@ -312,8 +312,9 @@ TEST(NodeSchedule, LowLatencyPlansMatchAcrossRanks) {
               const size_t read =
                   kind == CollKind::kAllgather ? plans[r].bytes_to[s] : plans[r].bytes_to[r];
               EXPECT_EQ(pushed, read) << "rank " << s << " to rank " << r;
-              if (kind != CollKind::kAllgather)
+              if (kind != CollKind::kAllgather) {
                 EXPECT_EQ(plans[s].offset_to[r], plans[r].offset_to[r]) << "another part";
+              }
               EXPECT_GE(first.segments * first.segment_bytes, pushed) << "bytes past the grid";
               EXPECT_LE(first.packed ? 2 * ((pushed + 3) / 4 * 4) : pushed,
                         first.packed ? slot / 2 : slot)

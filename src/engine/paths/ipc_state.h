@@ -1,16 +1,14 @@
-// A communicator's CUDA IPC state: its own device workspace and its peers' as mapped here.
+// The CUDA IPC paths' state (IpcPaths owns it): this rank's device workspace and its peers' as
+// mapped here, the low-latency region and sequence; and what the paths exchange between ranks.
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "engine/growing_device_buffer.h"
 #include "engine/ipc_mappings.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
-#include "tune/shared_gpu_paths.h"
 
 namespace efacoll {
 
@@ -55,9 +53,6 @@ struct CollArgs;
 struct RingArgs;
 IpcCallKey ipc_call_key(const CollArgs& args, const RingArgs& ring);
 
-// Call shapes whose pick between IPC direct and the fabric is kept; past this, all are forgotten.
-constexpr size_t kSharedPickShapes = 4096;
-
 struct IpcState {
   bool usable = false;
   int device = -1;
@@ -69,11 +64,6 @@ struct IpcState {
   bool ll_usable = false;
   // Two members on one GPU: IPC and the fabric are then timed (CommCore::measure_shared_gpu).
   bool gpu_shared = false;
-  SharedGpuPaths shared_paths;
-  // The measurement's buffers (CommCore::measure_shared_gpu); CommCore::take_gpu_memory gives them
-  // back.
-  GrowingDeviceBuffer probe_send, probe_recv;
-  std::unordered_map<uint64_t, SharedGpuPick> shared_picks;  // by call shape (shared_gpu_way)
   LlRegion ll_region;
   uint64_t ll_seq = 0;
   std::vector<void*> peers;         // each rank's workspace as mapped here (own: workspace)
@@ -81,7 +71,7 @@ struct IpcState {
   GpuRuntime* gpu = nullptr;
   IpcMappings* mappings = nullptr;  // the engine's: peers' user buffers
 
-  // CommCore::take_gpu_memory hands both to the engine's deferred frees first: nothing is left here
+  // IpcPaths::give_memory hands both to the engine's deferred frees first: nothing is left here
   // but where a communicator never got that far.
   ~IpcState() {
     for (size_t p = 0; p < peers.size(); ++p) {

@@ -8,10 +8,8 @@
 #include <cstring>
 
 #include "coll/node_schedule.h"
-#include "engine/comm_core.h"
-#include "engine/engine_core.h"
-#include "engine/ipc_state.h"
 #include "engine/node_ops.h"
+#include "engine/paths/ipc_paths.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/memory_kind.h"
 
@@ -39,12 +37,12 @@ Status map_peer(IpcState& s, IpcMappings::Call* call, int peer, const IpcBufferR
 
 }  // namespace
 
-bool CommCore::ipc_direct_possible(const CollArgs& args) const {
-  return engine_->config().ipc_direct && !(args.kind == CollKind::kReduceScatter && args.inplace);
+bool IpcPaths::direct_possible(const CollArgs& args) const {
+  return services_.config->ipc_direct && !(args.kind == CollKind::kReduceScatter && args.inplace);
 }
 
-Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
-  IpcState& s = *ipc_;
+Status IpcPaths::run_direct(const CollArgs& args, const RingArgs& ring) {
+  IpcState& s = state_;
   GpuRuntime* gpu = s.gpu;
   const size_t esize = dtype_size(args.dtype);
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
@@ -62,13 +60,13 @@ Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   if (st.is_ok()) st = describe(gpu, recv, args.recv_buffer_id, &mine.recv);
   mine.ok = st.is_ok();
   std::vector<IpcDirectBlob> all(size_);
-  EFACOLL_RETURN_IF_ERROR(host_allgather(&mine, sizeof(mine), all.data()));
+  EFACOLL_RETURN_IF_ERROR(services_.allgather(&mine, sizeof(mine), all.data()));
   // Every rank sees every key: all stop here together, before touching a peer's memory.
   std::vector<IpcCallKey> keys(size_);
   for (int p = 0; p < size_; ++p) keys[p] = all[p].key;
-  EFACOLL_RETURN_IF_ERROR(compare_ipc_keys(args, mine.key, keys));
+  EFACOLL_RETURN_IF_ERROR(compare_keys(args, mine.key, keys));
   for (const IpcDirectBlob& b : all) {
-    if (!b.ok) return run_ipc(args, ring);
+    if (!b.ok) return run_rounds(args, ring);
   }
   std::vector<uint8_t*> sends(size_), recvs(size_);
   sends[rank_] = const_cast<uint8_t*>(send);
@@ -104,7 +102,7 @@ Status CommCore::run_ipc_direct(const CollArgs& args, const RingArgs& ring) {
   s.mappings->end_call(&mapped);
   uint8_t token = st.is_ok();
   std::vector<uint8_t> tokens(size_);
-  Status done = host_allgather(&token, 1, tokens.data());
+  Status done = services_.allgather(&token, 1, tokens.data());
   if (!st.is_ok()) return st;
   EFACOLL_RETURN_IF_ERROR(done);
   // Peers write parts of our result: one that failed leaves it incomplete.

@@ -3,27 +3,25 @@
 #include <vector>
 
 #include "core/call_signature.h"
-#include "engine/comm_core.h"
-#include "engine/engine_core.h"
-#include "engine/ipc_state.h"
 #include "engine/lock_lent.h"
+#include "engine/paths/ipc_paths.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 
 namespace efacoll {
 
 // Same answer on every rank: it depends only on the call's shape, which all ranks share. The
-// plan (sizes, offsets, segments) is what run_ipc_ll then fills with buffers.
-bool CommCore::ipc_ll_plan(const CollArgs& args, LlCall* call) const {
-  const size_t slot = ll_slot_bytes(engine_->config().ipc_ll_max_bytes, size_);
+// plan (sizes, offsets, segments) is what run_low_latency then fills with buffers.
+bool IpcPaths::low_latency_plan(const CollArgs& args, LlCall* call) const {
+  const size_t slot = ll_slot_bytes(services_.config->ipc_ll_max_bytes, size_);
   return slot > 0 && ll_plan(args.kind, dtype_size(args.dtype), args.count, args.recvcounts, rank_,
                              size_, args.inplace, slot, call);
 }
 
 // Every GPU call inside the node takes the next sequence, whichever protocol it runs: ranks
 // whose calls differ (one small enough for this protocol, one not) stay in step after the error.
-Status CommCore::advance_ll_seq() {
-  IpcState& s = *ipc_;
+Status IpcPaths::advance_sequence() {
+  IpcState& s = state_;
   uint64_t next = s.ll_seq + 1;
   if (static_cast<uint32_t>(next) == 0) {
     // Packed words and keys carry the low 32 bits of the sequence. Before they wrap, every rank
@@ -32,17 +30,17 @@ Status CommCore::advance_ll_seq() {
     // alternates.
     uint8_t token = 1;
     std::vector<uint8_t> tokens(size_);
-    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    EFACOLL_RETURN_IF_ERROR(services_.allgather(&token, 1, tokens.data()));
     EFACOLL_RETURN_IF_ERROR(s.gpu->zero(s.ll(rank_), s.ll_region.flags_offset()));
-    EFACOLL_RETURN_IF_ERROR(host_allgather(&token, 1, tokens.data()));
+    EFACOLL_RETURN_IF_ERROR(services_.allgather(&token, 1, tokens.data()));
     next += 2;
   }
   s.ll_seq = next;
   return Status::ok();
 }
 
-Status CommCore::run_ipc_ll(const CollArgs& args, LlCall& call) {
-  IpcState& s = *ipc_;
+Status IpcPaths::run_low_latency(const CollArgs& args, LlCall& call) {
+  IpcState& s = state_;
   call.dtype = args.dtype;
   call.op = args.op;
   const size_t esize = dtype_size(args.dtype);
@@ -59,24 +57,24 @@ Status CommCore::run_ipc_ll(const CollArgs& args, LlCall& call) {
   call.key = ll_call_key(signature, whole);
   call.seq = s.ll_seq;
   call.timeout_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(engine_->config().timeout).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(services_.config->timeout).count());
   // The lock is lent while the kernel waits for the peers, as fabric calls lend it: the peers'
   // threads may run another communicator's call first, and this process's thread for that call
   // must get in meanwhile (the runtime gives each call streams of its own).
-  std::unique_lock<std::mutex>* lock = engine_->config().ipc_ll_lend ? lendable_lock() : nullptr;
+  std::unique_lock<std::mutex>* lock =
+      services_.config->ipc_ll_lend ? services_.lendable_lock() : nullptr;
   call.lends_lock = lock != nullptr;
   LlFault fault;
   Status st;
-  // Counted while the kernel may run: GPU memory given back meanwhile waits (EngineCore::
-  // give_back_gpu_memory), since freeing it would wait for this kernel, and so for its peers.
-  engine_->ll_kernel_started();
+  // Counted while the kernel may run (IpcPathServices::kernel_started).
+  services_.kernel_started();
   {
     LockLent lent(lock);
     st = s.gpu->run_ll(s.device, call, &fault);
   }
-  engine_->ll_kernel_ended();
-  const std::string what =
-      std::string(coll_name(args.kind)) + " on communicator " + std::to_string(id_) + ": ";
+  services_.kernel_ended();
+  const std::string what = std::string(coll_name(args.kind)) + " on communicator " +
+                           std::to_string(services_.comm_id) + ": ";
   if (st.code() == Code::kTimeout) return Status(Code::kTimeout, what + st.message());
   if (st.code() == Code::kMismatch) {
     std::string why = describe_ll_mismatch(signature, whole, fault.their_key, fault.peer);

@@ -8,9 +8,7 @@
 #include <vector>
 
 #include "core/call_signature.h"
-#include "engine/comm_core.h"
-#include "engine/engine_core.h"
-#include "engine/ipc_state.h"
+#include "engine/paths/ipc_paths.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/ll_protocol.h"
 
@@ -23,21 +21,21 @@ std::string describe_ll_mismatch(uint32_t signature, uint64_t count, uint32_t th
          std::to_string(count);
 }
 
-Status CommCore::read_ll_keys(std::vector<uint64_t>* words) {
-  IpcState& s = *ipc_;
+Status IpcPaths::read_ll_keys(std::vector<uint64_t>* words) {
+  IpcState& s = state_;
   const int parity = static_cast<int>(s.ll_seq & 1);
   words->assign(size_, 0);
   return s.gpu->copy(words->data(), s.ll(rank_) + s.ll_region.key_byte_offset(parity, 0),
                      size_ * sizeof(uint64_t));
 }
 
-void CommCore::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
-  IpcState& s = *ipc_;
+std::function<Status()> IpcPaths::watch_peers(CollKind kind, LlPath path, const IpcCallKey& call) {
+  IpcState& s = state_;
   const uint64_t seq = s.ll_seq;
   const uint64_t word = ll_key_word(seq, ll_call_key(call.signature, call.count, path));
   bool announced = false;
-  stall_check_ = [this, kind, path, call, seq, word, announced]() mutable -> Status {
-    IpcState& s = *ipc_;
+  return [this, kind, path, call, seq, word, announced]() mutable -> Status {
+    IpcState& s = state_;
     if (!announced) {
       announced = true;
       const size_t at = s.ll_region.key_byte_offset(static_cast<int>(seq & 1), rank_);
@@ -56,20 +54,21 @@ void CommCore::watch_ll_peers(CollKind kind, LlPath path, const IpcCallKey& call
           ll_key_path(key) != LlPath::kLowLatency)
         continue;
       return Status(Code::kMismatch,
-                    std::string(coll_name(kind)) + " on communicator " + std::to_string(id_) +
-                        ": " + describe_ll_mismatch(call.signature, call.count, key, p) +
-                        " (rank " + std::to_string(p) +
+                    std::string(coll_name(kind)) + " on communicator " +
+                        std::to_string(services_.comm_id) + ": " +
+                        describe_ll_mismatch(call.signature, call.count, key, p) + " (rank " +
+                        std::to_string(p) +
                         " in the low-latency protocol; every rank must make the same call)");
     }
     return Status::ok();
   };
 }
 
-Status CommCore::join_peers_exchange(const IpcCallKey& call) {
+Status IpcPaths::join_peers_exchange(const IpcCallKey& call) {
   std::vector<uint64_t> words;
   EFACOLL_RETURN_IF_ERROR(read_ll_keys(&words));
   for (int p = 0; p < size_; ++p) {
-    if (p == rank_ || (words[p] >> 32) != static_cast<uint32_t>(ipc_->ll_seq)) continue;
+    if (p == rank_ || (words[p] >> 32) != static_cast<uint32_t>(state_.ll_seq)) continue;
     const LlPath path = ll_key_path(static_cast<uint32_t>(words[p]));
     // What a peer on that path gives in its first exchange, with this rank's key and nothing
     // usable: the peers' comparison of keys fails, and no message is left unreceived.
@@ -77,13 +76,13 @@ Status CommCore::join_peers_exchange(const IpcCallKey& call) {
       IpcDirectBlob mine = {};
       mine.key = call;
       std::vector<IpcDirectBlob> all(size_);
-      return host_allgather(&mine, sizeof(mine), all.data());
+      return services_.allgather(&mine, sizeof(mine), all.data());
     }
     if (path == LlPath::kIpcRounds) {
       IpcCallKey mine = call;
       mine.well = 0;
       std::vector<IpcCallKey> all(size_);
-      return host_allgather(&mine, sizeof(mine), all.data());
+      return services_.allgather(&mine, sizeof(mine), all.data());
     }
   }
   return Status::ok();

@@ -6,6 +6,8 @@
 //   allgather:      allgather across -> allgather in the node -> blocks into rank order
 //   reduce-scatter: blocks into node-major order -> reduce-scatter in the node -> across
 // Ranks are numbered node by node (rank = node * L + local), as equal_contiguous_nodes found.
+#include "engine/paths/hierarchical.h"
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -13,10 +15,9 @@
 
 #include "coll/ring_layout.h"
 #include "common/log.h"
-#include "engine/comm_core.h"
-#include "engine/engine_core.h"
-#include "engine/hier_state.h"
-#include "engine/ipc_state.h"
+#include "efacoll/bootstrap.h"
+#include "engine/paths/ipc_state.h"
+#include "gpu/gpu_runtime.h"
 
 namespace efacoll {
 namespace {
@@ -51,60 +52,53 @@ class SubsetBootstrap : public Bootstrap {
 
 }  // namespace
 
-// Collective at its first call. Every rank learns the same answer: a node whose GPUs cannot
-// reach each other sends the whole communicator down the staged fabric path.
-bool CommCore::hier_gpu_usable(int device) {
-  if (hier_) return hier_->usable && hier_->device == device;
-  hier_ = std::make_unique<HierState>();
-  HierState& h = *hier_;
-  h.device = device;
-  const int per_node = hier_per_node_, local = rank_ % per_node, node = rank_ / per_node;
+HierarchicalPath::HierarchicalPath(HierarchicalServices services)
+    : services_(std::move(services)),
+      rank_(services_.rank),
+      size_(services_.size),
+      per_node_(services_.per_node) {}
+
+// A node whose GPUs cannot reach each other sends the whole communicator down the staged fabric
+// path.
+void HierarchicalPath::set_up(int device) {
+  device_ = device;
+  const int local = rank_ % per_node_, node = rank_ / per_node_;
   std::vector<int> node_members, cross_members;
-  for (int i = 0; i < per_node; ++i) node_members.push_back(node * per_node + i);
-  for (int k = 0; k < size_ / per_node; ++k) cross_members.push_back(k * per_node + local);
-  auto gather = [this](const void* in, size_t bytes, void* out) {
-    return host_allgather(in, bytes, out);
-  };
+  for (int i = 0; i < per_node_; ++i) node_members.push_back(node * per_node_ + i);
+  for (int k = 0; k < size_ / per_node_; ++k) cross_members.push_back(k * per_node_ + local);
   std::vector<int> everyone(size_);
   for (int r = 0; r < size_; ++r) everyone[r] = r;
-  SubsetBootstrap node_boot(gather, size_, node_members, local);
-  SubsetBootstrap cross_boot(gather, size_, cross_members, node);
+  SubsetBootstrap node_boot(services_.allgather, size_, node_members, local);
+  SubsetBootstrap cross_boot(services_.allgather, size_, cross_members, node);
   // Under MPI_THREAD_MULTIPLE another thread's creation can make one subset take more rounds
   // to agree on an id than another, and each round is an allgather of the whole parent.
-  SubsetBootstrap parent_boot(gather, size_, everyone, rank_);
-  Status st = engine_->create_comm(node_boot, &h.node, &model_, &parent_boot);
-  Status st2 = engine_->create_comm(cross_boot, &h.cross, &model_, &parent_boot);
-  // Their calls run inside ours, and lend our call's lock as ours would.
-  if (st.is_ok()) h.node->parent_ = this;
-  if (st2.is_ok()) h.cross->parent_ = this;
+  SubsetBootstrap parent_boot(services_.allgather, size_, everyone, rank_);
+  Status st = services_.make_sub(node_boot, parent_boot, &node_);
+  Status st2 = services_.make_sub(cross_boot, parent_boot, &cross_);
   struct Blob {
     int32_t ok;
     char uuid[16];
   } mine = {};
-  mine.ok = st.is_ok() && st2.is_ok() && engine_->config().ipc_chunk_bytes > 0 &&
-            h.node->one_node_ && h.node->ipc_usable(device);
+  mine.ok = st.is_ok() && st2.is_ok() && services_.ipc_wanted && node_->ipc_in_node(device);
   std::string uuid;
-  if (engine_->gpu()->device_uuid(device, &uuid).is_ok()) {
+  if (services_.gpu->device_uuid(device, &uuid).is_ok()) {
     std::memcpy(mine.uuid, uuid.data(), std::min(uuid.size(), sizeof(mine.uuid)));
   }
   std::vector<Blob> all(size_);
-  if (!host_allgather(&mine, sizeof(mine), all.data()).is_ok()) return false;
-  h.usable = std::all_of(all.begin(), all.end(), [](const Blob& b) { return b.ok != 0; });
+  if (!services_.allgather(&mine, sizeof(mine), all.data()).is_ok()) return;
+  usable_ = std::all_of(all.begin(), all.end(), [](const Blob& b) { return b.ok != 0; });
   // Nodes declared on one machine share its GPUs: a low-latency kernel spinning on one GPU would
   // hold off another node's kernel on the same GPU (processes' kernels take turns).
-  if (h.usable && any_gpu_shared(all) && h.node->ipc_) h.node->ipc_->ll_usable = false;
-  EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU collectives %s", id_, size_ / per_node,
-               per_node,
-               h.usable ? "inside nodes over CUDA IPC, across them over the fabric"
-                        : "staged over the fabric (a node's GPUs cannot use CUDA IPC)");
-  return h.usable;
+  if (usable_ && any_gpu_shared(all)) node_->turn_off_low_latency();
+  EFACOLL_INFO(kColl, "communicator %u: %d nodes of %d; GPU collectives %s", services_.comm_id,
+               size_ / per_node_, per_node_,
+               usable_ ? "inside nodes over CUDA IPC, across them over the fabric"
+                       : "staged over the fabric (a node's GPUs cannot use CUDA IPC)");
 }
 
-// Reduce-scatter goes hierarchical only with equal blocks (MPI_Reduce_scatter_block's shape);
-// the same answer on every rank, since all pass the same counts.
-bool CommCore::hier_gpu_fits(const CollArgs& args) const {
+bool HierarchicalPath::fits(const CollArgs& args, int nranks) {
   if (args.kind != CollKind::kReduceScatter) return true;
-  for (int r = 1; r < size_; ++r) {
+  for (int r = 1; r < nranks; ++r) {
     if (args.recvcounts[r] != args.recvcounts[0]) return false;
   }
   return true;
@@ -115,11 +109,11 @@ bool CommCore::hier_gpu_fits(const CollArgs& args) const {
 // mismatch instead of at EFACOLL_TIMEOUT (a rank of another node whose own phases matched), and
 // every sub-communicator's sequence advances alike on all its ranks. The first error is the
 // call's.
-class CommCore::PhaseRunner {
+class PhaseRunner {
  public:
   void run(CommCore& sub, CollArgs args) {
     args.abandoned = !first_.is_ok();
-    local(sub.run_locked(args));
+    local(sub.run_phase(args));
   }
   void local(const Status& st) {
     if (first_.is_ok()) first_ = st;
@@ -131,41 +125,29 @@ class CommCore::PhaseRunner {
   Status first_;
 };
 
-Status CommCore::run_hier_gpu(const CollArgs& args) {
-  // Memory earlier calls retired is released here too when it can be, before the phases: inside
-  // them nothing is (comm_late_writes.cc), and where every call is hierarchical no fabric schedule
-  // runs outside them.
-  engine_->release_retired_memory();
-  struct UnderWay {
-    explicit UnderWay(EngineCore* engine) : engine_(engine) {
-      engine_->hierarchical_call_started();
-    }
-    ~UnderWay() { engine_->hierarchical_call_ended(); }
-    EngineCore* engine_;
-  } under_way(engine_);
+Status HierarchicalPath::run(const CollArgs& args) {
   switch (args.kind) {
     case CollKind::kAllgather:
-      return run_hier_gpu_allgather(args);
+      return run_allgather(args);
     case CollKind::kReduceScatter:
-      return run_hier_gpu_reduce_scatter(args);
+      return run_reduce_scatter(args);
     default:
-      return run_hier_gpu_allreduce(args);
+      return run_allreduce(args);
   }
 }
 
-Status CommCore::run_hier_gpu_allgather(const CollArgs& args) {
-  HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu();
-  const int per_node = hier_per_node_, nodes = size_ / per_node;
+Status HierarchicalPath::run_allgather(const CollArgs& args) {
+  GpuRuntime* gpu = services_.gpu;
+  const int per_node = per_node_, nodes = size_ / per_node;
   const size_t block = args.count * dtype_size(args.dtype);
   auto* recv = static_cast<uint8_t*>(args.recvbuf);
-  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
-  EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
+  EFACOLL_RETURN_IF_ERROR(services_.grow(slice_, args.device, block * nodes));
+  EFACOLL_RETURN_IF_ERROR(services_.grow(gathered_, args.device, block * size_));
   // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
   // later phases, abandoned, still run in the same memory.
-  void* const slice = h.slice.ptr;
-  void* const gathered_ptr = h.gathered.ptr;
-  const uint64_t slice_id = h.slice.buffer_id, gathered_id = h.gathered.buffer_id;
+  void* const slice = slice_.ptr;
+  void* const gathered_ptr = gathered_.ptr;
+  const uint64_t slice_id = slice_.buffer_id, gathered_id = gathered_.buffer_id;
 
   CollArgs across = args;  // my block from every node: [node]
   across.sendbuf = args.inplace ? recv + rank_ * block : args.sendbuf;
@@ -176,7 +158,7 @@ Status CommCore::run_hier_gpu_allgather(const CollArgs& args) {
   across.recv_buffer_id = slice_id;
   across.recv_mem = MemKind::kDevice;
   PhaseRunner phases;
-  phases.run(*h.cross, across);
+  phases.run(*cross_, across);
 
   CollArgs inside = across;  // every local rank's bundle: [local][node]
   inside.count = args.count * nodes;
@@ -185,7 +167,7 @@ Status CommCore::run_hier_gpu_allgather(const CollArgs& args) {
   inside.send_mem = MemKind::kDevice;
   inside.recvbuf = gathered_ptr;
   inside.recv_buffer_id = gathered_id;
-  phases.run(*h.node, inside);
+  phases.run(*node_, inside);
   EFACOLL_RETURN_IF_ERROR(phases.result());
 
   // [local][node] -> rank order [node][local].
@@ -197,19 +179,18 @@ Status CommCore::run_hier_gpu_allgather(const CollArgs& args) {
   return Status::ok();
 }
 
-Status CommCore::run_hier_gpu_reduce_scatter(const CollArgs& args) {
-  HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu();
-  const int per_node = hier_per_node_, nodes = size_ / per_node;
+Status HierarchicalPath::run_reduce_scatter(const CollArgs& args) {
+  GpuRuntime* gpu = services_.gpu;
+  const int per_node = per_node_, nodes = size_ / per_node;
   const size_t count = args.recvcounts[0], block = count * dtype_size(args.dtype);
   const auto* input = static_cast<const uint8_t*>(args.inplace ? args.recvbuf : args.sendbuf);
-  EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, block * size_));
-  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, block * nodes));
+  EFACOLL_RETURN_IF_ERROR(services_.grow(gathered_, args.device, block * size_));
+  EFACOLL_RETURN_IF_ERROR(services_.grow(slice_, args.device, block * nodes));
   // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
   // later phases, abandoned, still run in the same memory.
-  void* const slice = h.slice.ptr;
-  void* const gathered_ptr = h.gathered.ptr;
-  const uint64_t slice_id = h.slice.buffer_id, gathered_id = h.gathered.buffer_id;
+  void* const slice = slice_.ptr;
+  void* const gathered_ptr = gathered_.ptr;
+  const uint64_t slice_id = slice_.buffer_id, gathered_id = gathered_.buffer_id;
 
   // Rank order [node][local] -> [local][node]: each local rank's share is then contiguous.
   auto* gathered = static_cast<uint8_t*>(gathered_ptr);
@@ -228,7 +209,7 @@ Status CommCore::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   inside.recvbuf = slice;
   inside.recv_buffer_id = slice_id;
   inside.recv_mem = MemKind::kDevice;
-  phases.run(*h.node, inside);
+  phases.run(*node_, inside);
 
   // The input is no longer read: in place, the result may now land at the start of recvbuf.
   const std::vector<size_t> across_counts(nodes, count);
@@ -239,23 +220,22 @@ Status CommCore::run_hier_gpu_reduce_scatter(const CollArgs& args) {
   across.recvbuf = args.recvbuf;
   across.recv_buffer_id = args.recv_buffer_id;
   across.recv_mem = args.recv_mem;
-  phases.run(*h.cross, across);
+  phases.run(*cross_, across);
   return phases.result();
 }
 
-Status CommCore::run_hier_gpu_allreduce(const CollArgs& args) {
-  HierState& h = *hier_;
-  GpuRuntime* gpu = engine_->gpu();
-  const int per_node = hier_per_node_, local = rank_ % per_node;
+Status HierarchicalPath::run_allreduce(const CollArgs& args) {
+  GpuRuntime* gpu = services_.gpu;
+  const int per_node = per_node_, local = rank_ % per_node;
   const size_t esize = dtype_size(args.dtype);
   // even_blocks puts the larger blocks first: every block fits in blocks[0].
   const std::vector<size_t> blocks = even_blocks(args.count, per_node);
   const size_t widest = blocks[0] * esize;
-  EFACOLL_RETURN_IF_ERROR(grow(h.slice, args.device, widest));
+  EFACOLL_RETURN_IF_ERROR(services_.grow(slice_, args.device, widest));
   // Taken now: a phase that fails retires what it received into (comm_late_writes.cc), and the
   // later phases, abandoned, still run in the same memory.
-  void* const slice = h.slice.ptr;
-  const uint64_t slice_id = h.slice.buffer_id;
+  void* const slice = slice_.ptr;
+  const uint64_t slice_id = slice_.buffer_id;
 
   CollArgs rs = args;
   rs.kind = CollKind::kReduceScatter;
@@ -268,7 +248,7 @@ Status CommCore::run_hier_gpu_allreduce(const CollArgs& args) {
   rs.recvbuf = slice;
   rs.recv_buffer_id = slice_id;
   PhaseRunner phases;
-  phases.run(*h.node, rs);
+  phases.run(*node_, rs);
 
   if (blocks[local] > 0) {
     CollArgs ar = args;
@@ -277,7 +257,7 @@ Status CommCore::run_hier_gpu_allreduce(const CollArgs& args) {
     ar.sendbuf = nullptr;
     ar.inplace = true;
     ar.count = blocks[local];
-    phases.run(*h.cross, ar);
+    phases.run(*cross_, ar);
   }
 
   // Equal blocks gather straight into the result; uneven ones gather padded, then close up.
@@ -290,21 +270,25 @@ Status CommCore::run_hier_gpu_allreduce(const CollArgs& args) {
   ag.inplace = false;
   ag.count = blocks[0];
   if (!even) {
-    EFACOLL_RETURN_IF_ERROR(grow(h.gathered, args.device, widest * per_node));
-    ag.recvbuf = h.gathered.ptr;
-    ag.recv_buffer_id = h.gathered.buffer_id;
+    EFACOLL_RETURN_IF_ERROR(services_.grow(gathered_, args.device, widest * per_node));
+    ag.recvbuf = gathered_.ptr;
+    ag.recv_buffer_id = gathered_.buffer_id;
   }
-  phases.run(*h.node, ag);
+  phases.run(*node_, ag);
   EFACOLL_RETURN_IF_ERROR(phases.result());
   if (even) return Status::ok();
   size_t at = 0;
   for (int q = 0; q < per_node; ++q) {
     auto* dst = static_cast<uint8_t*>(args.recvbuf) + at;
-    const auto* src = static_cast<const uint8_t*>(h.gathered.ptr) + q * widest;
+    const auto* src = static_cast<const uint8_t*>(gathered_.ptr) + q * widest;
     if (blocks[q]) EFACOLL_RETURN_IF_ERROR(gpu->copy(dst, src, blocks[q] * esize));
     at += blocks[q] * esize;
   }
   return Status::ok();
+}
+
+std::vector<std::pair<GrowingDeviceBuffer*, const char*>> HierarchicalPath::buffers() {
+  return {{&slice_, "hierarchical slice"}, {&gathered_, "hierarchical gather buffer"}};
 }
 
 }  // namespace efacoll
