@@ -146,6 +146,7 @@ bool equal_by_value(const uint8_t* a, const uint8_t* b) {
 
 const std::vector<TypeDesc>& reduce_types() {
   static const std::vector<TypeDesc> kTypes = {
+      {MPI_CHAR, "MPI_CHAR", 1, Kind::kSigned},  // as signed char, as both MPIs reduce it
       {MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", sizeof(signed char), Kind::kSigned},
       {MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", sizeof(unsigned char), Kind::kUnsigned},
       {MPI_SHORT, "MPI_SHORT", sizeof(short), Kind::kSigned},
