@@ -96,14 +96,18 @@ bool is_intercomm(MPI_Comm comm);
 ArgError check_comm_handle(MPI_Comm comm, bool* inter = nullptr);
 void args_init();     // after MPI_Init; the committed-type probe
 void args_release();  // before MPI_Finalize
-ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,
-                         MPI_Op op, MPI_Comm comm);
-ArgError check_reduce_scatter(const void* sendbuf, const void* recvbuf, const int* recvcounts,
+// Counts as MPI_Count: the ordinary forms' int counts and the large-count (_c) forms' alike.
+ArgError check_allreduce(const void* sendbuf, const void* recvbuf, MPI_Count count,
+                         MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+// Count: int, or MPI_Count (instantiated for both).
+template <typename Count>
+ArgError check_reduce_scatter(const void* sendbuf, const void* recvbuf, const Count* recvcounts,
                               MPI_Datatype type, MPI_Op op, MPI_Comm comm);
-ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, int recvcount,
+ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, MPI_Count recvcount,
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm);
-ArgError check_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                         const void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+ArgError check_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         const void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                         MPI_Comm comm);
 
 // --- freed communicators (shim_freed_comms.cc) ---
 // After a successful PMPI_Comm_free of `comm`, whose Fortran index was `index`.

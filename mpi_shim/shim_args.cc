@@ -84,7 +84,7 @@ ArgError check_comm(MPI_Comm comm, CommShape* shape) {
   return {};
 }
 
-ArgError check_count(const std::string& what, MPI_Aint count) {
+ArgError check_count(const std::string& what, MPI_Count count) {
   if (count >= 0) return {};
   return fail(MPI_ERR_COUNT, what + " is negative (" + std::to_string(count) + ")");
 }
@@ -178,13 +178,14 @@ ArgError check_buffers(const Side& send, const Side& recv, bool inter) {
 }
 
 // Reduce_scatter with `counts`, or (counts null) `block` items for every rank.
-ArgError check_scatter(const void* sendbuf, const void* recvbuf, const int* counts, int block,
-                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+template <typename Count>
+ArgError check_scatter(const void* sendbuf, const void* recvbuf, const Count* counts,
+                       MPI_Count block, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   CommShape shape;
   ArgError e = check_comm(comm, &shape);
   MPI_Aint total = 0, mine = 0;
   for (int i = 0; e.ok() && i < shape.size; ++i) {
-    const int c = counts ? counts[i] : block;
+    const MPI_Count c = counts ? counts[i] : block;
     e = check_count(counts ? "recvcounts[" + std::to_string(i) + "]" : "recvcount", c);
     total += c;
     if (i == shape.rank) mine = c;
@@ -254,8 +255,8 @@ void args_release() {
   g_probe = MPI_COMM_NULL;
 }
 
-ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type,
-                         MPI_Op op, MPI_Comm comm) {
+ArgError check_allreduce(const void* sendbuf, const void* recvbuf, MPI_Count count,
+                         MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   CommShape shape;
   ArgError e = check_comm(comm, &shape);
   if (e.ok()) e = check_count("count", count);
@@ -268,21 +269,27 @@ ArgError check_allreduce(const void* sendbuf, const void* recvbuf, int count, MP
   return e;
 }
 
-ArgError check_reduce_scatter(const void* sendbuf, const void* recvbuf, const int* recvcounts,
+template <typename Count>
+ArgError check_reduce_scatter(const void* sendbuf, const void* recvbuf, const Count* recvcounts,
                               MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   if (comm != MPI_COMM_NULL && recvcounts == nullptr) {
     return fail(MPI_ERR_COUNT, "recvcounts is a null pointer");
   }
   return check_scatter(sendbuf, recvbuf, recvcounts, 0, type, op, comm);
 }
+template ArgError check_reduce_scatter(const void*, const void*, const int*, MPI_Datatype, MPI_Op,
+                                       MPI_Comm);
+template ArgError check_reduce_scatter(const void*, const void*, const MPI_Count*, MPI_Datatype,
+                                       MPI_Op, MPI_Comm);
 
-ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, int recvcount,
+ArgError check_reduce_scatter_block(const void* sendbuf, const void* recvbuf, MPI_Count recvcount,
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return check_scatter(sendbuf, recvbuf, nullptr, recvcount, type, op, comm);
+  return check_scatter<int>(sendbuf, recvbuf, nullptr, recvcount, type, op, comm);
 }
 
-ArgError check_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                         const void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+ArgError check_allgather(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         const void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                         MPI_Comm comm) {
   CommShape shape;
   ArgError e = check_comm(comm, &shape);
   // In place, the send arguments are ignored.

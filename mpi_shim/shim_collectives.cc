@@ -96,17 +96,78 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuff
   return raise_error(comm, st);
 }
 
+// The four collectives' bodies, for the ordinary forms (Count int) and the large-count forms
+// (Count MPI_Count) alike; `name` is the entry point's, `call` the same call through PMPI.
+
+int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count count,
+              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call) {
+  ReentryGuard guard;
+  if (guard.reentered()) return call(sendbuf, recvbuf);
+  const CallBuffers b = locate(sendbuf, recvbuf);
+  const ArgError bad = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  if (!bad.ok()) return refuse(CollKind::kAllreduce, name, bad, comm, b, call);
+  StagedSpans spans;
+  spans.send = spans.recv_in = spans.recv_out = span_of(static_cast<size_t>(count), datatype);
+  spans.recv_needs_input = b.inplace();
+  DType dtype;
+  ROp rop;
+  const char* why = route_obstacle(comm, b);
+  if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
+  if (why) return pass(CollKind::kAllreduce, why, comm, b, spans, call);
+  CollArgs args = engine_args(CollKind::kAllreduce, b);
+  args.count = static_cast<size_t>(count);
+  args.dtype = dtype;
+  args.op = rop;
+  return run_engine(comm, args, args.count * dtype_size(dtype), b, spans, call);
+}
+
+int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+              void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+              const Call& call) {
+  ReentryGuard guard;
+  if (guard.reentered()) return call(sendbuf, recvbuf);
+  const CallBuffers b = locate(sendbuf, recvbuf);
+  const bool inplace = b.inplace();
+  const ArgError bad =
+      check_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  if (!bad.ok()) return refuse(CollKind::kAllgather, name, bad, comm, b, call);
+  // The receive buffer holds a block from every rank of the remote group, if inter.
+  int size = 0;
+  if (is_intercomm(comm)) {
+    PMPI_Comm_remote_size(comm, &size);
+  } else {
+    PMPI_Comm_size(comm, &size);
+  }
+  StagedSpans spans;
+  if (!inplace) spans.send = span_of(static_cast<size_t>(sendcount), sendtype);
+  spans.recv_in = spans.recv_out =
+      span_of(static_cast<size_t>(recvcount) * static_cast<size_t>(size), recvtype);
+  spans.recv_needs_input = inplace;
+  size_t esize = 0;
+  const char* why = route_obstacle(comm, b);
+  if (!why && !plain_type_size(recvtype, &esize)) why = "datatype";
+  if (!why && !inplace && (sendtype != recvtype || sendcount != recvcount)) {
+    why = "send and receive types differ";
+  }
+  if (why) return pass(CollKind::kAllgather, why, comm, b, spans, call);
+  CollArgs args = engine_args(CollKind::kAllgather, b);
+  args.count = static_cast<size_t>(recvcount) * esize;
+  args.dtype = DType::kByte;
+  return run_engine(comm, args, args.count * size, b, spans, call);
+}
+
 // MPI_Reduce_scatter (recvcounts), or MPI_Reduce_scatter_block (`blocked`: `block` items for
 // every rank).
-int reduce_scatter(bool blocked, const void* sendbuf, void* recvbuf, const int* recvcounts,
-                   int block, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call) {
+template <typename Count>
+int reduce_scatter(const char* name, bool blocked, const void* sendbuf, void* recvbuf,
+                   const Count* recvcounts, MPI_Count block, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, const Call& call) {
   ReentryGuard guard;
   if (guard.reentered()) return call(sendbuf, recvbuf);
   const CallBuffers b = locate(sendbuf, recvbuf);
   const ArgError bad = blocked
                            ? check_reduce_scatter_block(sendbuf, recvbuf, block, datatype, op, comm)
                            : check_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  const char* name = blocked ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
   if (!bad.ok()) return refuse(CollKind::kReduceScatter, name, bad, comm, b, call);
   int size = 0, rank = 0;
   PMPI_Comm_size(comm, &size);
@@ -141,30 +202,15 @@ int reduce_scatter(bool blocked, const void* sendbuf, void* recvbuf, const int* 
 using namespace efacoll;
 using namespace efacoll::shim;
 
+// Each entry point: its body above, and the same call through PMPI for what goes to MPI.
+// No exception crosses the C boundary (raise_exception: through the communicator's handler).
+
 EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Call call = [&](const void* s, void* r) {
-    return PMPI_Allreduce(s, r, count, datatype, op, comm);
-  };
   try {
-    ReentryGuard guard;
-    if (guard.reentered()) return call(sendbuf, recvbuf);
-    const CallBuffers b = locate(sendbuf, recvbuf);
-    const ArgError bad = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    if (!bad.ok()) return refuse(CollKind::kAllreduce, "MPI_Allreduce", bad, comm, b, call);
-    StagedSpans spans;
-    spans.send = spans.recv_in = spans.recv_out = span_of(static_cast<size_t>(count), datatype);
-    spans.recv_needs_input = b.inplace();
-    DType dtype;
-    ROp rop;
-    const char* why = route_obstacle(comm, b);
-    if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
-    if (why) return pass(CollKind::kAllreduce, why, comm, b, spans, call);
-    CollArgs args = engine_args(CollKind::kAllreduce, b);
-    args.count = static_cast<size_t>(count);
-    args.dtype = dtype;
-    args.op = rop;
-    return run_engine(comm, args, args.count * dtype_size(dtype), b, spans, call);
+    return allreduce(
+        "MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm,
+        [&](const void* s, void* r) { return PMPI_Allreduce(s, r, count, datatype, op, comm); });
   } catch (...) {
     return raise_exception(comm, "MPI_Allreduce");
   }
@@ -173,40 +219,11 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
 EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                  MPI_Comm comm) {
-  Call call = [&](const void* s, void* r) {
-    return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
-  };
   try {
-    ReentryGuard guard;
-    if (guard.reentered()) return call(sendbuf, recvbuf);
-    const CallBuffers b = locate(sendbuf, recvbuf);
-    const bool inplace = b.inplace();
-    const ArgError bad =
-        check_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (!bad.ok()) return refuse(CollKind::kAllgather, "MPI_Allgather", bad, comm, b, call);
-    // The receive buffer holds a block from every rank of the remote group, if inter.
-    int size = 0;
-    if (is_intercomm(comm)) {
-      PMPI_Comm_remote_size(comm, &size);
-    } else {
-      PMPI_Comm_size(comm, &size);
-    }
-    StagedSpans spans;
-    if (!inplace) spans.send = span_of(static_cast<size_t>(sendcount), sendtype);
-    spans.recv_in = spans.recv_out =
-        span_of(static_cast<size_t>(recvcount) * static_cast<size_t>(size), recvtype);
-    spans.recv_needs_input = inplace;
-    size_t esize = 0;
-    const char* why = route_obstacle(comm, b);
-    if (!why && !plain_type_size(recvtype, &esize)) why = "datatype";
-    if (!why && !inplace && (sendtype != recvtype || sendcount != recvcount)) {
-      why = "send and receive types differ";
-    }
-    if (why) return pass(CollKind::kAllgather, why, comm, b, spans, call);
-    CollArgs args = engine_args(CollKind::kAllgather, b);
-    args.count = static_cast<size_t>(recvcount) * esize;
-    args.dtype = DType::kByte;
-    return run_engine(comm, args, args.count * size, b, spans, call);
+    return allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                     comm, [&](const void* s, void* r) {
+                       return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+                     });
   } catch (...) {
     return raise_exception(comm, "MPI_Allgather");
   }
@@ -215,8 +232,8 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
 EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter(false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
-                          [&](const void* s, void* r) {
+    return reduce_scatter("MPI_Reduce_scatter", false, sendbuf, recvbuf, recvcounts, 0, datatype,
+                          op, comm, [&](const void* s, void* r) {
                             return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
                           });
   } catch (...) {
@@ -227,11 +244,69 @@ EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const 
 EFACOLL_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter(true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
-                          [&](const void* s, void* r) {
-                            return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
-                          });
+    return reduce_scatter<int>("MPI_Reduce_scatter_block", true, sendbuf, recvbuf, nullptr,
+                               recvcount, datatype, op, comm, [&](const void* s, void* r) {
+                                 return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op,
+                                                                  comm);
+                               });
   } catch (...) {
     return raise_exception(comm, "MPI_Reduce_scatter_block");
   }
 }
+
+// The large-count forms (MPI-4), where the MPI defines them: MPICH 4 does, Open MPI 4.1 does not.
+#if MPI_VERSION >= 4
+
+EFACOLL_EXPORT int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  try {
+    return allreduce(
+        "MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm,
+        [&](const void* s, void* r) { return PMPI_Allreduce_c(s, r, count, datatype, op, comm); });
+  } catch (...) {
+    return raise_exception(comm, "MPI_Allreduce_c");
+  }
+}
+
+EFACOLL_EXPORT int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                   void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                   MPI_Comm comm) {
+  try {
+    return allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                     comm, [&](const void* s, void* r) {
+                       return PMPI_Allgather_c(s, sendcount, sendtype, r, recvcount, recvtype,
+                                               comm);
+                     });
+  } catch (...) {
+    return raise_exception(comm, "MPI_Allgather_c");
+  }
+}
+
+EFACOLL_EXPORT int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf,
+                                        const MPI_Count recvcounts[], MPI_Datatype datatype,
+                                        MPI_Op op, MPI_Comm comm) {
+  try {
+    return reduce_scatter("MPI_Reduce_scatter_c", false, sendbuf, recvbuf, recvcounts, 0, datatype,
+                          op, comm, [&](const void* s, void* r) {
+                            return PMPI_Reduce_scatter_c(s, r, recvcounts, datatype, op, comm);
+                          });
+  } catch (...) {
+    return raise_exception(comm, "MPI_Reduce_scatter_c");
+  }
+}
+
+EFACOLL_EXPORT int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf,
+                                              MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                              MPI_Comm comm) {
+  try {
+    return reduce_scatter<MPI_Count>("MPI_Reduce_scatter_block_c", true, sendbuf, recvbuf, nullptr,
+                                     recvcount, datatype, op, comm, [&](const void* s, void* r) {
+                                       return PMPI_Reduce_scatter_block_c(s, r, recvcount, datatype,
+                                                                          op, comm);
+                                     });
+  } catch (...) {
+    return raise_exception(comm, "MPI_Reduce_scatter_block_c");
+  }
+}
+
+#endif  // MPI_VERSION >= 4

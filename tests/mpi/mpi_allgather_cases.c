@@ -5,6 +5,24 @@
 
 #include "mpi_cases.h"
 
+/* MPI_Allgather, or PMPI_Allgather where `pmpi`; their large-count forms where
+ * g_test.large_count. In place, the send count and type are ignored: pass values that would be
+ * wrong. */
+static int call(int pmpi, const void* send, void* recv, int count, MPI_Datatype type,
+                MPI_Comm comm) {
+  const int inplace = send == MPI_IN_PLACE;
+  const int scount = inplace ? -7 : count;
+  const MPI_Datatype stype = inplace ? MPI_DATATYPE_NULL : type;
+#if TU_HAVE_LARGE_COUNT
+  if (g_test.large_count) {
+    return pmpi ? PMPI_Allgather_c(send, scount, stype, recv, count, type, comm)
+                : MPI_Allgather_c(send, scount, stype, recv, count, type, comm);
+  }
+#endif
+  return pmpi ? PMPI_Allgather(send, scount, stype, recv, count, type, comm)
+              : MPI_Allgather(send, scount, stype, recv, count, type, comm);
+}
+
 int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm comm,
                   const char* comm_name, int inplace) {
   int rank, size, tsize;
@@ -12,8 +30,8 @@ int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm 
   PMPI_Comm_size(comm, &size);
   PMPI_Type_size(type, &tsize);
   char name[256];
-  snprintf(name, sizeof(name), "allgather/%s/%s/n=%d%s", comm_name, type_name, count,
-           inplace ? "/inplace" : "");
+  snprintf(name, sizeof(name), "allgather%s/%s/%s/n=%d%s", g_test.large_count ? "_c" : "",
+           comm_name, type_name, count, inplace ? "/inplace" : "");
   const test_type bytes = {MPI_BYTE, "bytes", 1, TK_BYTE};
   const size_t block = (size_t)count * (size_t)tsize, total = block * (size_t)size;
 
@@ -31,14 +49,10 @@ int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm 
 
   counter_snapshot before;
   tu_counters(&before);
-  /* In place, the send count and type are ignored: pass values that would be wrong. */
-  int rc = inplace ? MPI_Allgather(MPI_IN_PLACE, -7, MPI_DATATYPE_NULL, got.base, count, type, comm)
-                   : MPI_Allgather(send, count, type, got.base, count, type, comm);
+  int rc = call(0, inplace ? MPI_IN_PLACE : send, got.base, count, type, comm);
   char why[512] = "";
   int counted = tu_counted_once(&before, EFACOLL_ALLGATHER, 1, why, sizeof(why));
-  int rc_ref = inplace
-                   ? PMPI_Allgather(MPI_IN_PLACE, -7, MPI_DATATYPE_NULL, want.base, count, type, comm)
-                   : PMPI_Allgather(send_copy, count, type, want.base, count, type, comm);
+  int rc_ref = call(1, inplace ? MPI_IN_PLACE : send_copy, want.base, count, type, comm);
   int ok;
   if (rc != MPI_SUCCESS || rc_ref != MPI_SUCCESS) {
     ok = tu_check(0, name, "MPI returned %d (%s), PMPI returned %d", rc, tu_error_class_name(rc),

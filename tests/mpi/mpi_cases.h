@@ -41,6 +41,10 @@ int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm 
 /* MPI_INT, MPI_DOUBLE, MPI_CHAR, MPI_BYTE x counts incl. 0, in and out of place. */
 void allgather_cases(MPI_Comm comm, const char* comm_name, int full);
 
+/* --- mpi_large_count_cases.c --- */
+/* The large-count (_c) forms where the MPI defines them; a line saying why not where not. */
+void large_count_cases(void);
+
 /* --- mpi_misc_cases.c --- */
 typedef enum { PT_ALLREDUCE, PT_REDUCE_SCATTER, PT_REDUCE_SCATTER_BLOCK, PT_ALLGATHER } pt_coll;
 

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   phase("bad arguments", &t0);
   communicator_cases();
   phase("communicators", &t0);
+  large_count_cases();
+  phase("large-count forms", &t0);
   engine_counted_check();
 
   int rc = tu_finish();

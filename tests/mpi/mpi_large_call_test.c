@@ -1,6 +1,7 @@
 /* Calls whose buffers pass 2^31 bytes on the ordinary (int-count) forms: an in-place allreduce
  * of 2^28 + 2^20 doubles, an in-place allgather of 2^30 + 2^20 bytes from each of 2 ranks, and an
- * in-place reduce-scatter-block whose input passes 2^31 bytes. Results checked element by element
+ * in-place reduce-scatter-block whose input passes 2^31 bytes; and where the MPI has the
+ * large-count forms, an MPI_Allreduce_c of 2^31 + 2^20 elements. Results checked element by element
  * against the formula (each element's sum is exact in double and in 8-bit range for bytes), not
  * against the host MPI. Skips (77) where the machine has too little memory, saying so.
  * 2 ranks, EFACOLL_HOST_BUFFERS=1. Exit 0 pass, 1 fail. */
@@ -85,6 +86,20 @@ int main(int argc, char** argv) {
     if (b[i] != (uint8_t)(2 * (global % 97) + 1)) wrong = 1, at = i;
   }
   failed |= report("reduce_scatter_block", rank, rc, at, wrong);
+
+#if TU_HAVE_LARGE_COUNT
+  /* The large-count form with more elements than an int holds: 2^31 + 2^20 bytes summed in
+   * place (the same in-range sums). */
+  const MPI_Count wide = ((MPI_Count)1 << 31) + (1 << 20);
+  for (size_t i = 0; i < (size_t)wide; ++i) b[i] = (uint8_t)(i % 97 + rank);
+  rc = MPI_Allreduce_c(MPI_IN_PLACE, b, wide, MPI_UNSIGNED_CHAR, MPI_SUM, MPI_COMM_WORLD);
+  wrong = 0;
+  for (size_t i = 0; rc == MPI_SUCCESS && i < (size_t)wide && !wrong; ++i)
+    if (b[i] != (uint8_t)(2 * (i % 97) + 1)) wrong = 1, at = i;
+  failed |= report("allreduce_c past 2^31 elements", rank, rc, at, wrong);
+#else
+  if (rank == 0) printf("skip large/allreduce_c: MPI_VERSION %d has no large-count forms\n", MPI_VERSION);
+#endif
   free(b);
 
   int any = 0;

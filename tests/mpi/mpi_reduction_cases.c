@@ -214,8 +214,38 @@ void reduction_split_counts(int total, int size, int* counts) {
   counts[last] += (int)(total - given);
 }
 
+#if TU_HAVE_LARGE_COUNT
+/* The large-count forms, their counts as MPI_Count. */
+static int call_c(int pmpi, red_coll coll, const void* send, void* recv, int count,
+                  const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  int size;
+  PMPI_Comm_size(comm, &size);
+  MPI_Count* wide = malloc(sizeof(MPI_Count) * (size_t)size);
+  for (int r = 0; r < size; ++r) wide[r] = counts[r];
+  int rc;
+  switch (coll) {
+    case RC_ALLREDUCE:
+      rc = pmpi ? PMPI_Allreduce_c(send, recv, count, type, op, comm)
+                : MPI_Allreduce_c(send, recv, count, type, op, comm);
+      break;
+    case RC_REDUCE_SCATTER:
+      rc = pmpi ? PMPI_Reduce_scatter_c(send, recv, wide, type, op, comm)
+                : MPI_Reduce_scatter_c(send, recv, wide, type, op, comm);
+      break;
+    default:
+      rc = pmpi ? PMPI_Reduce_scatter_block_c(send, recv, count, type, op, comm)
+                : MPI_Reduce_scatter_block_c(send, recv, count, type, op, comm);
+  }
+  free(wide);
+  return rc;
+}
+#endif
+
 static int call(int pmpi, red_coll coll, const void* send, void* recv, int count, const int* counts,
                 MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+#if TU_HAVE_LARGE_COUNT
+  if (g_test.large_count) return call_c(pmpi, coll, send, recv, count, counts, type, op, comm);
+#endif
   switch (coll) {
     case RC_ALLREDUCE:
       return pmpi ? PMPI_Allreduce(send, recv, count, type, op, comm)
@@ -235,8 +265,9 @@ int run_reduction(red_coll coll, const test_type* t, const test_op* op, int coun
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   char name[256];
-  snprintf(name, sizeof(name), "%s/%s/%s/%s/n=%d%s", kCollNames[coll], comm_name, t->name,
-           op->name, count, inplace ? "/inplace" : "");
+  snprintf(name, sizeof(name), "%s%s/%s/%s/%s/n=%d%s", kCollNames[coll],
+           g_test.large_count ? "_c" : "", comm_name, t->name, op->name, count,
+           inplace ? "/inplace" : "");
 
   int* counts = malloc(sizeof(int) * (size_t)size);
   size_t send_elems, recv_elems;

@@ -33,7 +33,16 @@ typedef struct {
   long passed, failed; /* this rank's checks */
   int max_reports;     /* failure lines printed per rank before going quiet */
   int quick;           /* EFACOLL_MPI_TEST_QUICK=1: fewer cases, for debugging */
+  /* The cases call the large-count forms (MPI_Allreduce_c ..., MPI-4), with PMPI's as the
+   * reference; only where the MPI defines them (TU_HAVE_LARGE_COUNT). */
+  int large_count;
 } test_ctx;
+
+#if MPI_VERSION >= 4
+#define TU_HAVE_LARGE_COUNT 1
+#else
+#define TU_HAVE_LARGE_COUNT 0
+#endif
 
 extern test_ctx g_test;
 
