@@ -31,7 +31,7 @@ EFACOLL_EXPORT int efacoll_get_resource_usage(efacoll_resource_usage* out) {
     out->mr_cache_bytes = u.mr_cache_bytes;
     out->mr_cache_capacity = u.mr_cache_capacity;
     out->registrations = u.registrations;
-    out->thread_multiple = s.engine->config().concurrent ? 1 : 0;
+    out->thread_multiple = s.thread_level == MPI_THREAD_MULTIPLE ? 1 : 0;
     out->retired_bytes_held = u.retired_bytes_held;
     out->retired_bytes_total = u.retired_bytes_total;
     out->gpu_bytes_awaiting_free = u.gpu_bytes_awaiting_free;

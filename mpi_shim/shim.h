@@ -78,8 +78,16 @@ const std::string& rank_gpu_from_context();
 
 // --- communicators (shim_comm_cache.cc) ---
 void comm_cache_init();
-// The engine's communicator for `comm`, created on first use (collective over comm).
-Status engine_comm(MPI_Comm comm, Comm** out);
+class CallQueue;
+struct PendingCall;
+// The engine's communicator for `comm`, created on first use (collective over comm). `queue`
+// (optional): its calls' queue (call_queue.h), null where no nonblocking call made one, unless
+// `make_queue`.
+Status engine_comm(MPI_Comm comm, Comm** out, CallQueue** queue = nullptr, bool make_queue = false);
+// Waits for a nonblocking collective of the shim's own, polling, under `timeout` (a stop of
+// this process not counted): kTimeout where not every member joined. MPI cannot cancel it, so
+// after a timeout its buffers stay reachable (keep_alive) and the communicator unusable.
+Status wait_within(MPI_Request* request, std::chrono::milliseconds timeout);
 void comm_cache_release_all();
 
 // --- argument checks (shim_args.cc) ---
@@ -169,6 +177,36 @@ bool mpi_is_cuda_aware();
 // call(send, recv) with host copies of GPU buffers unless the MPI is CUDA-aware.
 int staged_pmpi(MPI_Comm comm, const CallBuffers& b, const StagedSpans& spans,
                 const std::function<int(const void*, void*)>& call);
+
+// --- routing (shim_routing.cc) ---
+// Which way a call goes, as the communicator's ranks last agreed it.
+struct Route {
+  CallKinds kinds = CallKinds::kThisRank;  // how the ranks' buffers lie, for the engine
+  bool to_engine = false;                  // else MPI (GPU data staged unless CUDA-aware)
+  const char* why = nullptr;               // why MPI, for the statistics
+  // The agreement failed (not every member joined within EFACOLL_TIMEOUT): the call, and every
+  // later one on the communicator, fails with it.
+  Status error;
+  // The GPU of this rank's last call on the communicator with GPU buffers (-1: none): where a
+  // call whose own buffers are all on the host copies them in a GPU call.
+  int device = -1;
+};
+void routing_init();  // after MPI_Init
+// Collective where `may_agree` (a blocking call) at a communicator's first blocking call and every
+// EFACOLL_ROUTE_AGREE-th after (the ranks' buffer kinds OR-ed); else local. Blocking and
+// nonblocking calls never match (MPI-3.1 section 5.12), so every rank counts the same blocking
+// calls; a nonblocking call must not wait for the others, so it takes the last agreement, and
+// before any: the way every kind of buffer can join (efacoll's fabric path, or MPI with
+// EFACOLL_GPU=0).
+Route agreed_route(MPI_Comm comm, const CallBuffers& b, bool may_agree);
+
+// --- nonblocking calls' requests (shim_requests.cc) ---
+// A generalized request for `call` (queued on `comm`'s worker, or already done), completed by
+// the completion calls efacoll intercepts; `name` the call that started it.
+int start_request(MPI_Comm comm, const char* name, std::shared_ptr<PendingCall> call,
+                  MPI_Request* request);
+// Waits until every started call's work ended (MPI_Finalize).
+void requests_finish_all();
 
 // --- init (shim_init.cc) ---
 bool engine_active();

@@ -2,21 +2,27 @@
 // otherwise by PMPI_* with the reason counted (GPU data staged through the host for an MPI that
 // is not CUDA-aware). Bad arguments are caught first (shim_args.cc) and raised here with the
 // class the standard names, before anything moves.
+#include <algorithm>
 #include <vector>
 
 #include "common/log.h"
+#include "mpi_shim/call_queue.h"
+#include "mpi_shim/collective_bodies.h"
 #include "mpi_shim/shim.h"
 
 namespace efacoll {
 namespace shim {
 namespace {
 
-using Call = std::function<int(const void*, void*)>;
-
-// Why the engine cannot take a call with valid arguments; nullptr if it can.
-const char* route_obstacle(MPI_Comm comm, const CallBuffers& b) {
+// Why the engine cannot take a call with valid arguments; nullptr if it can. `route`: the way
+// the communicator's ranks agreed (asked here, at every call that reaches this point, so that
+// every rank counts the same calls; shim_routing.cc).
+const char* route_obstacle(MPI_Comm comm, const CallBuffers& b, bool may_agree, Route* route) {
   if (!engine_active()) return "efacoll inactive";
   if (is_intercomm(comm)) return "inter-communicator";
+  *route = agreed_route(comm, b, may_agree);
+  if (!route->error.is_ok()) return "the ranks' agreement failed";
+  if (!route->to_engine) return route->why;
   if (b.any_gpu()) {
     if (!state().engine->gpu()) return "GPU buffers without a CUDA runtime";
     if (!state().params->flag(Param::kGpu)) return "GPU buffers (EFACOLL_GPU=0)";
@@ -24,9 +30,7 @@ const char* route_obstacle(MPI_Comm comm, const CallBuffers& b) {
         b.send.device != b.recv.device) {
       return "buffers on two GPUs";
     }
-    return nullptr;
   }
-  if (!state().params->flag(Param::kHostBuffers)) return "host buffers";
   return nullptr;
 }
 
@@ -38,11 +42,15 @@ const char* reduction_obstacle(MPI_Datatype type, MPI_Op op, DType* dtype, ROp* 
   return nullptr;
 }
 
+}  // namespace
+
 int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
          const StagedSpans& spans, const Call& call) {
   stats_mpi_call(kind, reason);
   return staged_pmpi(comm, b, spans, call);
 }
+
+namespace {
 
 // A call that failed the argument checks: raised by us while efacoll is active. Inactive,
 // efacoll leaves MPI to judge, except where GPU buffers would reach an MPI that is not
@@ -56,7 +64,7 @@ int refuse(CollKind kind, const char* call_name, const ArgError& bad, MPI_Comm c
   return call(b.sendbuf, b.recvbuf);
 }
 
-CollArgs engine_args(CollKind kind, const CallBuffers& b) {
+CollArgs engine_args(CollKind kind, const CallBuffers& b, const Route& route) {
   CollArgs a;
   a.kind = kind;
   a.inplace = b.inplace();
@@ -67,6 +75,10 @@ CollArgs engine_args(CollKind kind, const CallBuffers& b) {
   a.send_buffer_id = a.inplace ? b.recv.buffer_id : b.send.buffer_id;
   a.recv_buffer_id = b.recv.buffer_id;
   a.device = is_gpu(b.recv.kind) ? b.recv.device : b.send.device;
+  a.kinds = route.kinds;
+  // Host data in a GPU call goes to the GPU this rank's GPU calls used (it had GPU buffers at
+  // the agreement, so there is one).
+  if (!b.any_gpu() && route.kinds == CallKinds::kAllGpu) a.device = std::max(route.device, 0);
   return a;
 }
 
@@ -77,13 +89,15 @@ CollArgs engine_args(CollKind kind, const CallBuffers& b) {
 int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuffers& b,
                const StagedSpans& spans, const Call& call) {
   Comm* ec = nullptr;
-  Status st = engine_comm(comm, &ec);
+  CallQueue* queue = nullptr;
+  Status st = engine_comm(comm, &ec, &queue);
   if (!st.is_ok() && st.code() != Code::kUnsupported) {
     st = Status(st.code(), std::string(coll_name(args.kind)) + ": " + st.message());
   }
   if (st.is_ok()) {
     auto t0 = std::chrono::steady_clock::now();
-    st = ec->run(args);
+    // After this communicator's nonblocking calls made before it (call_queue.h).
+    st = queue ? queue->run_in_order([&] { return ec->run(args); }) : ec->run(args);
     if (st.is_ok()) {
       stats_engine_call(args.kind, bytes, std::chrono::steady_clock::now() - t0);
       return MPI_SUCCESS;
@@ -96,11 +110,12 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuff
   return raise_error(comm, st);
 }
 
-// The four collectives' bodies, for the ordinary forms (Count int) and the large-count forms
-// (Count MPI_Count) alike; `name` is the entry point's, `call` the same call through PMPI.
+}  // namespace
+
+// The four collectives' bodies (collective_bodies.h).
 
 int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count count,
-              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call) {
+              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call, const Run& run) {
   ReentryGuard guard;
   if (guard.reentered()) return call(sendbuf, recvbuf);
   const CallBuffers b = locate(sendbuf, recvbuf);
@@ -111,19 +126,21 @@ int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count co
   spans.recv_needs_input = b.inplace();
   DType dtype;
   ROp rop;
-  const char* why = route_obstacle(comm, b);
+  Route route;
+  const char* why = route_obstacle(comm, b, run.blocking, &route);
+  if (!route.error.is_ok()) return raise_error(comm, route.error);
   if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
   if (why) return pass(CollKind::kAllreduce, why, comm, b, spans, call);
-  CollArgs args = engine_args(CollKind::kAllreduce, b);
+  CollArgs args = engine_args(CollKind::kAllreduce, b, route);
   args.count = static_cast<size_t>(count);
   args.dtype = dtype;
   args.op = rop;
-  return run_engine(comm, args, args.count * dtype_size(dtype), b, spans, call);
+  return run.start(comm, args, args.count * dtype_size(dtype), b, spans, call);
 }
 
 int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
               void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-              const Call& call) {
+              const Call& call, const Run& run) {
   ReentryGuard guard;
   if (guard.reentered()) return call(sendbuf, recvbuf);
   const CallBuffers b = locate(sendbuf, recvbuf);
@@ -144,16 +161,18 @@ int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Da
       span_of(static_cast<size_t>(recvcount) * static_cast<size_t>(size), recvtype);
   spans.recv_needs_input = inplace;
   size_t esize = 0;
-  const char* why = route_obstacle(comm, b);
+  Route route;
+  const char* why = route_obstacle(comm, b, run.blocking, &route);
+  if (!route.error.is_ok()) return raise_error(comm, route.error);
   if (!why && !plain_type_size(recvtype, &esize)) why = "datatype";
   if (!why && !inplace && (sendtype != recvtype || sendcount != recvcount)) {
     why = "send and receive types differ";
   }
   if (why) return pass(CollKind::kAllgather, why, comm, b, spans, call);
-  CollArgs args = engine_args(CollKind::kAllgather, b);
+  CollArgs args = engine_args(CollKind::kAllgather, b, route);
   args.count = static_cast<size_t>(recvcount) * esize;
   args.dtype = DType::kByte;
-  return run_engine(comm, args, args.count * size, b, spans, call);
+  return run.start(comm, args, args.count * size, b, spans, call);
 }
 
 // MPI_Reduce_scatter (recvcounts), or MPI_Reduce_scatter_block (`blocked`: `block` items for
@@ -161,7 +180,7 @@ int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Da
 template <typename Count>
 int reduce_scatter(const char* name, bool blocked, const void* sendbuf, void* recvbuf,
                    const Count* recvcounts, MPI_Count block, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, const Call& call) {
+                   MPI_Comm comm, const Call& call, const Run& run) {
   ReentryGuard guard;
   if (guard.reentered()) return call(sendbuf, recvbuf);
   const CallBuffers b = locate(sendbuf, recvbuf);
@@ -185,17 +204,23 @@ int reduce_scatter(const char* name, bool blocked, const void* sendbuf, void* re
   spans.recv_needs_input = b.inplace();
   DType dtype;
   ROp rop;
-  const char* why = route_obstacle(comm, b);
+  Route route;
+  const char* why = route_obstacle(comm, b, run.blocking, &route);
+  if (!route.error.is_ok()) return raise_error(comm, route.error);
   if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
   if (why) return pass(CollKind::kReduceScatter, why, comm, b, spans, call);
-  CollArgs args = engine_args(CollKind::kReduceScatter, b);
+  CollArgs args = engine_args(CollKind::kReduceScatter, b, route);
   args.recvcounts = counts.data();
   args.dtype = dtype;
   args.op = rop;
-  return run_engine(comm, args, total * dtype_size(dtype), b, spans, call);
+  return run.start(comm, args, total * dtype_size(dtype), b, spans, call);
 }
 
-}  // namespace
+template int reduce_scatter(const char*, bool, const void*, void*, const int*, MPI_Count,
+                            MPI_Datatype, MPI_Op, MPI_Comm, const Call&, const Run&);
+template int reduce_scatter(const char*, bool, const void*, void*, const MPI_Count*, MPI_Count,
+                            MPI_Datatype, MPI_Op, MPI_Comm, const Call&, const Run&);
+
 }  // namespace shim
 }  // namespace efacoll
 
@@ -210,7 +235,8 @@ EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
   try {
     return allreduce(
         "MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm,
-        [&](const void* s, void* r) { return PMPI_Allreduce(s, r, count, datatype, op, comm); });
+        [&](const void* s, void* r) { return PMPI_Allreduce(s, r, count, datatype, op, comm); },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Allreduce");
   }
@@ -220,10 +246,12 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
                                  void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                  MPI_Comm comm) {
   try {
-    return allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                     comm, [&](const void* s, void* r) {
-                       return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
-                     });
+    return allgather(
+        "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        [&](const void* s, void* r) {
+          return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Allgather");
   }
@@ -232,10 +260,12 @@ EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatyp
 EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter("MPI_Reduce_scatter", false, sendbuf, recvbuf, recvcounts, 0, datatype,
-                          op, comm, [&](const void* s, void* r) {
-                            return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
-                          });
+    return reduce_scatter(
+        "MPI_Reduce_scatter", false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
+        [&](const void* s, void* r) {
+          return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Reduce_scatter");
   }
@@ -244,11 +274,12 @@ EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const 
 EFACOLL_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter<int>("MPI_Reduce_scatter_block", true, sendbuf, recvbuf, nullptr,
-                               recvcount, datatype, op, comm, [&](const void* s, void* r) {
-                                 return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op,
-                                                                  comm);
-                               });
+    return reduce_scatter<int>(
+        "MPI_Reduce_scatter_block", true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
+        [&](const void* s, void* r) {
+          return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Reduce_scatter_block");
   }
@@ -262,7 +293,8 @@ EFACOLL_EXPORT int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count
   try {
     return allreduce(
         "MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm,
-        [&](const void* s, void* r) { return PMPI_Allreduce_c(s, r, count, datatype, op, comm); });
+        [&](const void* s, void* r) { return PMPI_Allreduce_c(s, r, count, datatype, op, comm); },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Allreduce_c");
   }
@@ -272,11 +304,12 @@ EFACOLL_EXPORT int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI
                                    void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                    MPI_Comm comm) {
   try {
-    return allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                     comm, [&](const void* s, void* r) {
-                       return PMPI_Allgather_c(s, sendcount, sendtype, r, recvcount, recvtype,
-                                               comm);
-                     });
+    return allgather(
+        "MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        [&](const void* s, void* r) {
+          return PMPI_Allgather_c(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Allgather_c");
   }
@@ -286,10 +319,12 @@ EFACOLL_EXPORT int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf,
                                         const MPI_Count recvcounts[], MPI_Datatype datatype,
                                         MPI_Op op, MPI_Comm comm) {
   try {
-    return reduce_scatter("MPI_Reduce_scatter_c", false, sendbuf, recvbuf, recvcounts, 0, datatype,
-                          op, comm, [&](const void* s, void* r) {
-                            return PMPI_Reduce_scatter_c(s, r, recvcounts, datatype, op, comm);
-                          });
+    return reduce_scatter(
+        "MPI_Reduce_scatter_c", false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
+        [&](const void* s, void* r) {
+          return PMPI_Reduce_scatter_c(s, r, recvcounts, datatype, op, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Reduce_scatter_c");
   }
@@ -299,11 +334,13 @@ EFACOLL_EXPORT int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf
                                               MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
                                               MPI_Comm comm) {
   try {
-    return reduce_scatter<MPI_Count>("MPI_Reduce_scatter_block_c", true, sendbuf, recvbuf, nullptr,
-                                     recvcount, datatype, op, comm, [&](const void* s, void* r) {
-                                       return PMPI_Reduce_scatter_block_c(s, r, recvcount, datatype,
-                                                                          op, comm);
-                                     });
+    return reduce_scatter<MPI_Count>(
+        "MPI_Reduce_scatter_block_c", true, sendbuf, recvbuf, nullptr, recvcount, datatype, op,
+        comm,
+        [&](const void* s, void* r) {
+          return PMPI_Reduce_scatter_block_c(s, r, recvcount, datatype, op, comm);
+        },
+        Run{true, run_engine});
   } catch (...) {
     return raise_exception(comm, "MPI_Reduce_scatter_block_c");
   }

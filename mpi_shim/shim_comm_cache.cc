@@ -7,6 +7,7 @@
 #include "common/kept_alive.h"
 #include "common/log.h"
 #include "core/executor.h"
+#include "mpi_shim/call_queue.h"
 #include "mpi_shim/shim.h"
 
 namespace efacoll {
@@ -35,25 +36,12 @@ class MpiBootstrap : public Bootstrap {
     int rc = PMPI_Iallgather(mine->data(), static_cast<int>(bytes), MPI_BYTE, all->data(),
                              static_cast<int>(bytes), MPI_BYTE, comm_, &request);
     if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Iallgather failed");
-    auto deadline = std::chrono::steady_clock::now() + timeout_;
-    IdleBackoff backoff;
-    // A stop of this process (SIGSTOP, a debugger) while it waits is not the members' lateness.
-    StopForgiveness stops(timeout_);
-    stops.pass_begins();
-    for (;;) {
-      int done = 0;
-      rc = PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) return Status(Code::kInternal, "bootstrap PMPI_Test failed");
-      if (done) {
-        std::memcpy(out, all->data(), all->size());
-        return Status::ok();
-      }
-      const auto now = std::chrono::steady_clock::now();
-      deadline += stops.forgiven(now);
-      if (now >= deadline) break;
-      stops.pass_begins();
-      backoff.idle();
+    const Status st = wait_within(&request, timeout_);
+    if (st.is_ok()) {
+      std::memcpy(out, all->data(), all->size());
+      return st;
     }
+    if (st.code() != Code::kTimeout) return st;
     // MPI may still write them: kept reachable to the end.
     keep_alive(std::move(mine));
     keep_alive(std::move(all));
@@ -79,6 +67,9 @@ struct Cached {
   // ...unless set-up was given up on with MPI's exchange still pending: then every later call
   // fails too, since a call passed to MPI could match that exchange on a late member.
   Status abandoned;
+  // Its calls' order and its nonblocking calls' worker (made by the first such call). Declared
+  // after engine_comm, so destroyed first: every queued call runs before the communicator goes.
+  std::unique_ptr<CallQueue> queue;
 };
 
 std::set<Cached*>& live() {
@@ -105,23 +96,47 @@ int delete_cached(MPI_Comm, int, void* value, void*) {
 
 }  // namespace
 
+Status wait_within(MPI_Request* request, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  IdleBackoff backoff;
+  // A stop of this process (SIGSTOP, a debugger) while it waits is not the members' lateness.
+  StopForgiveness stops(timeout);
+  stops.pass_begins();
+  for (;;) {
+    int done = 0;
+    if (PMPI_Test(request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return Status(Code::kInternal, "PMPI_Test failed");
+    if (done) return Status::ok();
+    const auto now = std::chrono::steady_clock::now();
+    deadline += stops.forgiven(now);
+    if (now >= deadline) return Status(Code::kTimeout, "not every member joined");
+    stops.pass_begins();
+    backoff.idle();
+  }
+}
+
 void comm_cache_init() {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &state().keyval, nullptr);
 }
 
-Status engine_comm(MPI_Comm comm, Comm** out) {
+Status engine_comm(MPI_Comm comm, Comm** out, CallQueue** queue, bool make_queue) {
   State& s = state();
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, s.keyval, &value, &found);
+  if (queue) *queue = nullptr;
   if (found) {
     auto* cached = static_cast<Cached*>(value);
     *out = cached->engine_comm.get();
+    if (*out && queue) {
+      if (make_queue && !cached->queue) cached->queue = std::make_unique<CallQueue>();
+      *queue = cached->queue.get();
+    }
     if (*out) return Status::ok();
     if (!cached->abandoned.is_ok()) return cached->abandoned;
     return Status(Code::kUnsupported, "communicator set-up failed earlier");
   }
-  auto* cached = new Cached{comm, nullptr, Status::ok()};
+  auto* cached = new Cached{comm, nullptr, Status::ok(), nullptr};
   MpiBootstrap bootstrap(comm, s.engine->config().timeout);
   Status st = s.engine->create_comm(bootstrap, &cached->engine_comm);
   if (bootstrap.abandoned()) {
@@ -134,6 +149,8 @@ Status engine_comm(MPI_Comm comm, Comm** out) {
     EFACOLL_WARN(kInit, "communicator set-up failed, its collectives go to MPI: %s",
                  st.to_string().c_str());
   }
+  if (cached->engine_comm && make_queue) cached->queue = std::make_unique<CallQueue>();
+  if (queue) *queue = cached->queue.get();
   PMPI_Comm_set_attr(comm, s.keyval, cached);
   auto lock = live_lock();
   live().insert(cached);

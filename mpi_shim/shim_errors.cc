@@ -32,6 +32,7 @@ ClassCode* class_codes(size_t* n) {
       {MPI_ERR_OP, "MPI_ERR_OP", MPI_ERR_OP},
       {MPI_ERR_COMM, "MPI_ERR_COMM", MPI_ERR_COMM},
       {MPI_ERR_INTERN, "MPI_ERR_INTERN", MPI_ERR_INTERN},
+      {MPI_ERR_REQUEST, "MPI_ERR_REQUEST", MPI_ERR_REQUEST},
   };
   *n = sizeof(table) / sizeof(table[0]);
   return table;

@@ -246,9 +246,11 @@ Status engine_config(const Params& p, const Topology& topo, EngineConfig* out) {
   config.ipc_ll_lend = p.flag(Param::kIpcLlLend);
   config.idle_progress =
       std::chrono::microseconds(std::max<int64_t>(0, p.integer(Param::kIdleProgressUs)));
-  // Below MPI_THREAD_MULTIPLE one thread calls MPI at a time: no lock is lent out, no id
-  // confirmed (and the shim takes no lock of its own, engine_lock()).
-  config.concurrent = state().thread_level == MPI_THREAD_MULTIPLE;
+  // Calls of several threads at once: the user's under MPI_THREAD_MULTIPLE, and at every level
+  // the workers of nonblocking calls (call_queue.h) beside the caller's blocking calls on other
+  // communicators, which the ranks may order differently: a call waiting for its peers lends the
+  // engine's lock. (The shim itself takes no lock below MPI_THREAD_MULTIPLE, engine_lock().)
+  config.concurrent = true;
   return Status::ok();
 }
 
@@ -358,6 +360,7 @@ int after_mpi_init(int rc, int provided) {
   PMPI_Comm_free(&node);
   s.thread_level = provided;
   comm_cache_init();
+  routing_init();
   errors_init();
   args_init();
   return open_engine();
@@ -402,6 +405,7 @@ EFACOLL_EXPORT int MPI_Finalize(void) {
   try {
     State& s = state();
     if (s.engine) {
+      requests_finish_all();  // nonblocking calls never waited for: their workers end first
       stats_print_if_enabled();
       auto lock = engine_lock();
       comm_cache_release_all();

@@ -27,6 +27,10 @@
 #   channels-tcp  three channels on the staged fabric, small chunks
 #   ring-nodes-tcp  4 ranks as 2 nodes of 2, the ring forced on 2 channels (rotated per node)
 #   ipc-forced-shm  IPC direct forced at every size (no low-latency protocol, no host path)
+#   agree-shm  EFACOLL_ROUTE_AGREE=1: the ranks agree at every call how their buffers lie, so
+#              calls whose buffers lie on GPUs on some ranks and on the host on others must all
+#              run on efacoll (the buffer-kinds section), every other section as well
+#   agree-hier-tcp  the same on 4 ranks as 2 nodes of 2, tcp
 #   trials-tcp  online trials (EFACOLL_TUNE_TRIALS=2) on the staged fabric: near call shapes
 #              run each candidate in turn, every result checked
 #   trials-hier-tcp  the same on 4 ranks as 2 nodes of 2 (the hierarchical allreduce among
@@ -312,6 +316,8 @@ mpi_step hier-staged-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_HIER_IPC=0 --
 mpi_step channels-tcp "$NP" tcp EFACOLL_CHANNELS=3 EFACOLL_CHUNK_SIZE=65536 EFACOLL_GPU_HOST_PATH_MAX=0 EFACOLL_IPC_CHUNK_SIZE=0 --
 mpi_step ring-nodes-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_ALGO=allreduce:ring EFACOLL_CHANNELS=2 --
 mpi_step ipc-forced-shm "$NP" shm EFACOLL_ALGO=ipc --
+mpi_step agree-shm "$NP" shm EFACOLL_ROUTE_AGREE=1 --
+mpi_step agree-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_ROUTE_AGREE=1 --
 mpi_step trials-tcp "$NP" tcp EFACOLL_TUNE_TRIALS=2 EFACOLL_IPC_CHUNK_SIZE=0 EFACOLL_GPU_HOST_PATH_MAX=0 --
 mpi_step trials-hier-tcp 4 tcp EFACOLL_NODE_SIZE=2 EFACOLL_TUNE_TRIALS=2 --
 # FI_HMEM: device pointers handed to the provider itself (a libfabric built with CUDA, such as
@@ -403,7 +409,7 @@ for i in "${!RESULT_STEP[@]}"; do
   [[ "${RESULT_STATUS[$i]}" == PASS ]] || failed=1
 done
 if ((${#RESULT_STEP[@]} == 0)); then
-  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm threads-staged-tcp threads-hier-tcp threads-turns-shm fork-tcp cupy fortran)"
+  echo "no step matched STEPS=\"$STEPS\" (steps: info ldd unit mpi-tcp mpi-shm chunk-tcp chunk-shm rdma-shm algos-tcp ll-wrap ipc-rounds np4-tcp hier-tcp hier-staged-tcp channels-tcp ring-nodes-tcp ipc-forced-shm agree-shm agree-hier-tcp trials-tcp trials-hier-tcp soak-shm soak-hier-tcp threads-tcp threads-shm threads-staged-tcp threads-hier-tcp threads-turns-shm fork-tcp cupy fortran)"
   failed=1
 fi
 echo "logs: $LOG_DIR"

@@ -23,6 +23,12 @@ class GpuRuntime;
 class EngineCore;
 class CommCore;
 
+// How every rank's buffers lie in one call, as the ranks agreed it (the MPI shim does, at times:
+// mpi_shim/shim_routing.cc). The call's path is chosen by it, so ranks whose buffers differ
+// still take the same one, each adapting its own data; kThisRank: by this rank's own buffers,
+// which every rank must then pass alike.
+enum class CallKinds : uint8_t { kThisRank, kAllHost, kAllGpu, kMixed };
+
 struct CollArgs {
   CollKind kind = CollKind::kAllreduce;
   const void* sendbuf = nullptr;  // ignored when inplace
@@ -39,8 +45,11 @@ struct CollArgs {
   // Where the buffers live (the shim asks the CUDA driver); GPU calls need a GpuRuntime.
   MemKind send_mem = MemKind::kHost;
   MemKind recv_mem = MemKind::kHost;
+  // The GPU whose streams run the call's local work; for a call whose own buffers are all on the
+  // host, with kAllGpu, the one its copies go to.
   int device = -1;
   uint64_t send_buffer_id = 0, recv_buffer_id = 0;  // CUDA allocation ids (0: unknown)
+  CallKinds kinds = CallKinds::kThisRank;
   // This rank takes part only so that its peers stop: an earlier phase of a composite call
   // failed here. Every message and key it gives carries the poison signature, which no peer's
   // call matches; the call ends as a mismatch on every rank, sequences kept equal.

@@ -201,14 +201,19 @@ Status CommCore::run_locked(const CollArgs& args) {
   const size_t chunk =
       std::min(engine_->config().chunk_bytes, engine_->transport()->info().max_msg_size);
   EFACOLL_RETURN_IF_ERROR(plan_ring(args, rank_, size_, chunk, &ring));
+  // The plan follows how the ranks' buffers lie (the same on every rank); this rank's own
+  // buffers decide only how it handles its data (staged, or copied to its GPU).
+  const bool own_gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
   PlanFacts facts;
   facts.kind = args.kind;
-  facts.gpu = is_gpu(args.recv_mem) || (!args.inplace && is_gpu(args.send_mem));
+  facts.gpu = args.kinds == CallKinds::kThisRank ? own_gpu : args.kinds != CallKinds::kAllHost;
+  facts.mixed_kinds = args.kinds == CallKinds::kMixed;
   facts.bytes = call_bytes(ring.ring);
   facts.forced = engine_->config().algo.for_kind(args.kind);
   gpu_call_ = facts.gpu;
   CallQuestions questions(*this, args, ring.ring);
-  if (!facts.gpu) {
+  const bool fabric_only = !facts.gpu || facts.mixed_kinds;
+  if (fabric_only && !own_gpu) {
     const Plan plan = choose_plan(facts, questions);
     return run_planned_schedule(args, ring, plan.choice, plan.fabric_extra_us);
   }
@@ -216,7 +221,9 @@ Status CommCore::run_locked(const CollArgs& args) {
   if (rt == nullptr) return Status(Code::kUnsupported, "GPU buffers but no CUDA runtime");
   GpuRuntime::DeviceGuard guard(rt, args.device);
   LlCall ll_call;
-  EFACOLL_RETURN_IF_ERROR(gpu_plan_facts(args, ring, &facts, &ll_call));
+  // A rank whose GPU data goes where the others' host data does asks nothing of the GPU paths:
+  // their set-up is collective, and the other ranks do not reach it.
+  if (!fabric_only) EFACOLL_RETURN_IF_ERROR(gpu_plan_facts(args, ring, &facts, &ll_call));
   const Plan plan = choose_plan(facts, questions);
   if (log_enabled(LogLevel::kTrace, kTune)) {
     EFACOLL_TRACE(kTune, "%s %zu B on %d ranks, GPU buffers: %s (%s)", coll_name(args.kind),

@@ -57,9 +57,10 @@ void choose_in_node(const PlanFacts& f, Plan* p, bool* ll, bool* in_node, bool* 
 
 Plan choose_plan(const PlanFacts& f, PlanQuestions& q) {
   Plan p;
-  if (!f.gpu) {
+  if (!f.gpu || f.mixed_kinds) {
     p.choice = q.fabric_choice();
-    p.why = "host buffers";
+    p.why = f.mixed_kinds ? "buffers on GPUs on some ranks, on the host on others: the fabric"
+                          : "host buffers";
     return p;
   }
   // IPC direct even for calls the host copies would take: forced, or measured faster where

@@ -26,7 +26,10 @@ const char* path_name(Path path);
 
 struct PlanFacts {
   CollKind kind = CollKind::kAllreduce;
-  bool gpu = false;  // the call's data lies on GPUs
+  bool gpu = false;  // the call's data lies on GPUs (on every rank, or as the ranks agreed)
+  // Some ranks' data lies on the host, others' on GPUs: only the fabric, which each rank's own
+  // staging adapts to, is common to all.
+  bool mixed_kinds = false;
   size_t bytes = 0;  // as the tuner sizes calls (call_bytes)
   Algo forced = Algo::kAuto;
   // GPU calls. Every member is on this node and maps the others' memory through CUDA IPC, and no

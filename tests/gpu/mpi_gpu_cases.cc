@@ -1,6 +1,7 @@
 #include "mpi_gpu_cases.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace gputest {
 
@@ -30,8 +31,13 @@ std::string case_name(const Case& c) {
   if (!c.label.empty()) n += " " + c.label;
   n += " count=" + std::to_string(c.count);
   if (c.inplace) n += " in-place";
+  if (c.nonblocking) n += " nonblocking";
   if (c.send_where != Where::kDevice || c.recv_where != Where::kDevice) {
     n += std::string(" send=") + where_name(c.send_where) + " recv=" + where_name(c.recv_where);
+  }
+  for (size_t r = 0; r < c.by_rank.size(); ++r) {
+    n += std::string(r ? "," : " by rank ") + where_name(c.by_rank[r].first) + "/" +
+         where_name(c.by_rank[r].second);
   }
   if (c.offset_elems) n += " offset=" + std::to_string(c.offset_elems);
   return n;
@@ -89,12 +95,14 @@ void run_case(const Case& c) {
   const size_t input_at = c.inplace && gather ? items * ipi * es * me : 0;
   TestBuf send, recv;
   std::string err;
+  Where send_where = c.send_where, recv_where = c.recv_where;
+  if (!c.by_rank.empty()) std::tie(send_where, recv_where) = c.by_rank[me % c.by_rank.size()];
   if (!c.inplace) {
-    err = send.allocate(c.send_where, off, in_bytes);
+    err = send.allocate(send_where, off, in_bytes);
     if (err.empty()) err = send.poison();
     if (err.empty()) err = send.upload(input);
   }
-  if (err.empty()) err = recv.allocate(c.recv_where, off, recv_bytes);
+  if (err.empty()) err = recv.allocate(recv_where, off, recv_bytes);
   if (err.empty()) err = recv.poison();
   if (err.empty() && c.inplace) err = recv.upload(input, input_at);
   if (!err.empty()) check(false, name, "setup: " + err);
@@ -108,24 +116,36 @@ void run_case(const Case& c) {
   const MPI_Datatype dt = c.call_type != MPI_DATATYPE_NULL ? c.call_type : t.type;
   const CounterSnapshot before = counters_now();
   int rc = MPI_ERR_OTHER;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Request* req = c.nonblocking ? &request : nullptr;
   switch (c.coll) {
     case Coll::kAllreduce:
-      rc = MPI_Allreduce(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op, cu.comm);
+      rc = req ? MPI_Iallreduce(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op, cu.comm,
+                                req)
+               : MPI_Allreduce(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op, cu.comm);
       break;
     case Coll::kReduceScatterBlock:
-      rc = MPI_Reduce_scatter_block(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op,
-                                    cu.comm);
+      rc = req ? MPI_Ireduce_scatter_block(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op,
+                                           cu.comm, req)
+               : MPI_Reduce_scatter_block(sbuf, recv.ptr(), static_cast<int>(items), dt, c.mpi_op,
+                                          cu.comm);
       break;
     case Coll::kReduceScatter:
-      rc = MPI_Reduce_scatter(sbuf, recv.ptr(), counts.data(), dt, c.mpi_op, cu.comm);
+      rc = req ? MPI_Ireduce_scatter(sbuf, recv.ptr(), counts.data(), dt, c.mpi_op, cu.comm, req)
+               : MPI_Reduce_scatter(sbuf, recv.ptr(), counts.data(), dt, c.mpi_op, cu.comm);
       break;
     case Coll::kAllgather:
-      rc = MPI_Allgather(sbuf, static_cast<int>(items), dt, recv.ptr(), static_cast<int>(items), dt,
-                         cu.comm);
+      rc = req ? MPI_Iallgather(sbuf, static_cast<int>(items), dt, recv.ptr(),
+                                static_cast<int>(items), dt, cu.comm, req)
+               : MPI_Allgather(sbuf, static_cast<int>(items), dt, recv.ptr(),
+                               static_cast<int>(items), dt, cu.comm);
       break;
   }
+  if (req && rc == MPI_SUCCESS) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
   if (!check(rc == MPI_SUCCESS, name, "returned " + mpi_error_text(rc))) return;
-  const std::string counted = counted_once(before, counter_of(c.coll), c.expect_engine);
+  std::string counted = counted_once(before, counter_of(c.coll), c.expect_engine);
+  if (c.engine_or_mpi && !counted.empty())
+    counted = counted_once(before, counter_of(c.coll), false);
   check(counted.empty(), name, counted);
 
   Bytes whole;

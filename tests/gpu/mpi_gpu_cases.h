@@ -32,7 +32,14 @@ struct Case {
   bool inplace = false;
   const CommUnderTest* cu = nullptr;
   Where send_where = Where::kDevice, recv_where = Where::kDevice;
-  size_t offset_elems = 0;  // buffers this many elements past the allocation's alignment
+  // Where each communicator rank's buffers lie instead (send, receive), rank r taking entry
+  // r % size(); empty: send_where and recv_where on every rank.
+  std::vector<std::pair<Where, Where>> by_rank;
+  // Counted as efacoll's or as passed to MPI, either (a rank's buffers differ from the ranks'
+  // last agreement on where calls run; the result must be right either way).
+  bool engine_or_mpi = false;
+  bool nonblocking = false;  // MPI_Ixxx, then MPI_Wait
+  size_t offset_elems = 0;   // buffers this many elements past the allocation's alignment
   bool expect_engine = true;
   bool sampled = false;  // huge: check a sample of indices plus a scan for untouched poison
   std::string label;     // replaces the op's name in the case name

@@ -107,6 +107,50 @@ void mixed_buffers(const CommUnderTest& world) {
   }
 }
 
+// Buffers on GPUs on some ranks and on the host on others, in one call (as MPICH's GPU tests
+// and CUDA-aware MPIs have them): every collective, in and out of place, small and large. Where
+// EFACOLL_ROUTE_AGREE=1 the ranks agree at every call, and efacoll must run each one; otherwise
+// a call may follow an older agreement (efacoll, or MPI with GPU data staged): right either way.
+void mixed_across_ranks(const CommUnderTest& world) {
+  const char* every = std::getenv("EFACOLL_ROUTE_AGREE");
+  const bool agreed_each_call = every && std::string(every) == "1";
+  const std::vector<std::vector<std::pair<Where, Where>>> placements = {
+      {{Where::kHost, Where::kHost}, {Where::kDevice, Where::kDevice}},
+      {{Where::kDevice, Where::kDevice}, {Where::kHost, Where::kHost}},
+      {{Where::kPinned, Where::kDevice}, {Where::kDevice, Where::kHost}},
+  };
+  const size_t sizes[] = {7, 1001, (size_t(1) << 20) + 3};
+  for (const auto& by_rank : placements) {
+    for (size_t n : sizes) {
+      for (Coll coll : kAll) {
+        for (bool inplace : {false, true}) {
+          Case c = make_case(coll, type_named("MPI_FLOAT"),
+                             coll == Coll::kAllgather ? Op::kNone : Op::kSum, n, inplace, world);
+          c.by_rank = by_rank;
+          c.engine_or_mpi = !agreed_each_call;
+          run_case(c);
+        }
+      }
+    }
+  }
+}
+
+// The nonblocking forms on device buffers: each collective, in and out of place, small (the
+// low-latency kernel's size) to large, started and waited for.
+void nonblocking(const CommUnderTest& world) {
+  const size_t sizes[] = {7, 1001, 60001, (size_t(1) << 20) + 3};
+  for (size_t n : sizes) {
+    for (Coll coll : kAll) {
+      for (bool inplace : {false, true}) {
+        Case c = make_case(coll, type_named("MPI_FLOAT"),
+                           coll == Coll::kAllgather ? Op::kNone : Op::kSum, n, inplace, world);
+        c.nonblocking = true;
+        run_case(c);
+      }
+    }
+  }
+}
+
 // Commutative int sum, for MPI_INT and contiguous types of it. Never given device pointers:
 // efacoll stages GPU data for the non-CUDA-aware MPI.
 bool g_user_op_saw_device = false;
@@ -345,6 +389,8 @@ int run_all(bool with_large) {
             [&] { every_pair(comms); });
     section("counts 0, 1, 7, 1001, 60001, 2^20+3", [&] { counts(world); });
     section("host and device buffers mixed", [&] { mixed_buffers(world); });
+    section("buffer kinds differing across ranks", [&] { mixed_across_ranks(world); });
+    section("nonblocking forms", [&] { nonblocking(world); });
     section("passed to MPI, staged: MINLOC, user-defined op, derived datatype, two GPUs",
             [&] { pass_through(comms, user_op, int_pair, two_gpus); });
     // Without efacoll the MPI judges alone (and Open MPI 4.1 crashes on some of these).
@@ -352,7 +398,8 @@ int run_all(bool with_large) {
       section("bad input: the standard's error class, buffers untouched, next call works",
               [&] { bad_input(comms); });
       // --no-mismatch: for a provider that a message longer than its receive stops for good
-      // (shm with two-sided messages only, as on its FI_HMEM endpoint; docs/decisions/0012-shm-one-sided-by-default-with-bounce-receives.md).
+      // (shm with two-sided messages only, as on its FI_HMEM endpoint;
+      // docs/decisions/0012-shm-one-sided-by-default-with-bounce-receives.md).
       if (!g_skip_mismatch) {
         section("mismatched calls: every rank errs, the next call works",
                 [&] { mismatched_calls(world); });
@@ -393,9 +440,10 @@ int main(int argc, char** argv) {
       g_filter = a.substr(9);
     } else {
       if (g_ctx.world_rank == 0) {
-        std::printf("usage: %s [--large] [--verbose] [--filter=TEXT|TEXT...] [--host-memory]"
-                    " [--device-memory=cuda|managed|vmm] [--no-mismatch]\n",
-                    argv[0]);
+        std::printf(
+            "usage: %s [--large] [--verbose] [--filter=TEXT|TEXT...] [--host-memory]"
+            " [--device-memory=cuda|managed|vmm] [--no-mismatch]\n",
+            argv[0]);
       }
       MPI_Finalize();
       return 2;

@@ -41,6 +41,10 @@ int run_allgather(MPI_Datatype type, const char* type_name, int count, MPI_Comm 
 /* MPI_INT, MPI_DOUBLE, MPI_CHAR, MPI_BYTE x counts incl. 0, in and out of place. */
 void allgather_cases(MPI_Comm comm, const char* comm_name, int full);
 
+/* --- mpi_nonblocking_cases.c --- */
+/* The nonblocking forms: results, counters, requests mixed and outstanding, ordering. */
+void nonblocking_cases(MPI_Comm comm);
+
 /* --- mpi_large_count_cases.c --- */
 /* The large-count (_c) forms where the MPI defines them; a line saying why not where not. */
 void large_count_cases(void);

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   phase("communicators", &t0);
   large_count_cases();
   phase("large-count forms", &t0);
+  nonblocking_cases(MPI_COMM_WORLD);
+  phase("nonblocking forms", &t0);
   engine_counted_check();
 
   int rc = tu_finish();

@@ -1,4 +1,5 @@
-/* A communicator's first efacoll call sets efacoll up on it through the host MPI. Here the last
+/* A communicator's first call meets the other ranks through the host MPI (their agreement on
+ * where its calls run, then efacoll's set-up of it). Here the last
  * rank does not make that call in time: in case "skip" it waits in a barrier on MPI_COMM_WORLD
  * and makes it only after the others gave up, in case "finalize" it goes straight on to
  * MPI_Finalize. The other ranks (MPI_ERRORS_RETURN) must get an error within EFACOLL_TIMEOUT,

@@ -1,0 +1,46 @@
+// The four collectives' bodies (shim_collectives.cc), shared by the blocking, large-count and
+// nonblocking entry points: arguments checked, the ranks' agreed route, the engine's arguments;
+// then `run` takes the call to the engine (blocking: run_engine; nonblocking: queued on the
+// communicator's worker) and `call` is the same call through PMPI where MPI takes it.
+#pragma once
+#include <mpi.h>
+
+#include <functional>
+
+#include "efacoll/engine.h"
+#include "mpi_shim/shim.h"
+
+namespace efacoll {
+namespace shim {
+
+// The call through PMPI on (send, recv): the user's buffers, or host copies of GPU ones.
+using Call = std::function<int(const void*, void*)>;
+// How the call runs on the engine.
+struct Run {
+  // A blocking call, where the ranks may agree on the route (shim_routing.cc); a nonblocking
+  // one must not wait for the others, so it takes the last agreement.
+  bool blocking = true;
+  // `bytes` for the statistics; b, spans and call for a fallback to MPI.
+  std::function<int(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuffers& b,
+                    const StagedSpans& spans, const Call& call)>
+      start;
+};
+
+// Passes the call to MPI (GPU data staged unless MPI is CUDA-aware), `reason` counted.
+int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
+         const StagedSpans& spans, const Call& call);
+
+int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count count,
+              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call, const Run& run);
+int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+              void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+              const Call& call, const Run& run);
+// MPI_Reduce_scatter (recvcounts), or MPI_Reduce_scatter_block (`blocked`: `block` items for
+// every rank). Count: int or MPI_Count.
+template <typename Count>
+int reduce_scatter(const char* name, bool blocked, const void* sendbuf, void* recvbuf,
+                   const Count* recvcounts, MPI_Count block, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, const Call& call, const Run& run);
+
+}  // namespace shim
+}  // namespace efacoll
