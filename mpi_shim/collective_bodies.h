@@ -30,6 +30,10 @@ struct Run {
 int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
          const StagedSpans& spans, const Call& call);
 
+// The engine's call as a queued call's work (call_queue.h): a copy of `args` and of its receive
+// counts (`comm`'s size of them), counted in the statistics when it ends.
+std::function<Status()> engine_work(Comm* ec, MPI_Comm comm, const CollArgs& args, size_t bytes);
+
 int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count count,
               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Call& call, const Run& run);
 int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,

@@ -205,6 +205,10 @@ Route agreed_route(MPI_Comm comm, const CallBuffers& b, bool may_agree);
 // the completion calls efacoll intercepts; `name` the call that started it.
 int start_request(MPI_Comm comm, const char* name, std::shared_ptr<PendingCall> call,
                   MPI_Request* request);
+// A persistent call's request: MPI's own inactive one, each MPI_Start also calling `restart`
+// (which queues the work and returns it); completed, reported and freed as the others.
+int start_persistent(MPI_Comm comm, const char* name,
+                     std::function<std::shared_ptr<PendingCall>()> restart, MPI_Request* request);
 // Waits until every started call's work ended (MPI_Finalize).
 void requests_finish_all();
 

@@ -30,28 +30,8 @@ int start_engine(MPI_Comm comm, const char* name, const CollArgs& args, size_t b
   if (!st.is_ok()) {
     return raise_error(comm, Status(st.code(), std::string(name) + ": " + st.message()));
   }
-  // What the worker reads after this returns: the arguments, and the receive counts behind them.
-  auto counts = std::make_shared<std::vector<size_t>>();
-  CollArgs mine = args;
-  if (args.recvcounts) {
-    int size = 0;
-    PMPI_Comm_size(comm, &size);
-    counts->assign(args.recvcounts, args.recvcounts + size);
-    mine.recvcounts = counts->data();
-  }
   auto pending = std::make_shared<PendingCall>();
-  pending->work = [ec, mine, counts, bytes]() {
-    const auto t0 = std::chrono::steady_clock::now();
-    Status done = ec->run(mine);
-    if (done.is_ok()) {
-      stats_engine_call(mine.kind, bytes, std::chrono::steady_clock::now() - t0);
-    } else if (done.code() == Code::kUnsupported) {
-      // MPI cannot take it now (its turn in MPI's order is gone): an error, said plainly.
-      done =
-          Status(Code::kInternal, "efacoll declined the call after it started: " + done.message());
-    }
-    return done;
-  };
+  pending->work = engine_work(ec, comm, args, bytes);
   queue->submit(pending);
   return start_request(comm, name, std::move(pending), request);
 }
@@ -83,6 +63,32 @@ Run queued(const char* name, MPI_Request* request) {
 }
 
 }  // namespace
+
+std::function<Status()> engine_work(Comm* ec, MPI_Comm comm, const CollArgs& args, size_t bytes) {
+  // What the worker reads after the call returns: the arguments, and the receive counts behind
+  // them.
+  auto counts = std::make_shared<std::vector<size_t>>();
+  CollArgs mine = args;
+  if (args.recvcounts) {
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    counts->assign(args.recvcounts, args.recvcounts + size);
+    mine.recvcounts = counts->data();
+  }
+  return [ec, mine, counts, bytes]() {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status done = ec->run(mine);
+    if (done.is_ok()) {
+      stats_engine_call(mine.kind, bytes, std::chrono::steady_clock::now() - t0);
+    } else if (done.code() == Code::kUnsupported) {
+      // MPI cannot take it now (its turn in MPI's order is gone): an error, said plainly.
+      done =
+          Status(Code::kInternal, "efacoll declined the call after it started: " + done.message());
+    }
+    return done;
+  };
+}
+
 }  // namespace shim
 }  // namespace efacoll
 

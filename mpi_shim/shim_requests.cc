@@ -22,11 +22,14 @@ namespace shim {
 namespace {
 
 struct Entry {
-  std::shared_ptr<PendingCall> call;
-  MPI_Comm comm;               // whose error handler hears of its failure
-  const char* name;            // the call that started it
-  bool completed = false;      // MPI_Grequest_complete made (once)
-  bool freed_by_user = false;  // MPI_Request_free before it ended: completed when it does
+  std::shared_ptr<PendingCall> call;  // persistent: the last start's (null: never started)
+  MPI_Comm comm;                      // whose error handler hears of its failure
+  const char* name;                   // the call that started it
+  bool completed = false;             // MPI_Grequest_complete made (once)
+  // A persistent call's: its request is MPI's own inactive one (start_persistent), its work
+  // made anew by `restart` at each MPI_Start.
+  std::function<std::shared_ptr<PendingCall>()> restart;
+  bool persistent() const { return static_cast<bool>(restart); }
 };
 
 // An entry lives while MPI holds its request (the table's reference, dropped by free_fn) and,
@@ -71,21 +74,21 @@ int free_fn(void* extra) {
 // cancelled, MPI-3.1 section 5.12).
 int cancel_fn(void*, int) { return MPI_SUCCESS; }
 
-// Valid while the caller holds the request (MPI frees it only in the caller's own calls).
-Entry* find(MPI_Request r) {
+std::shared_ptr<Entry> find(MPI_Request r) {
   if (r == MPI_REQUEST_NULL) return nullptr;
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
   auto it = t.entries.find(r);
-  return it == t.entries.end() ? nullptr : it->second.get();
+  return it == t.entries.end() ? nullptr : it->second;
 }
 
-bool ended(const Entry* e) { return e->call->done.load(std::memory_order_acquire); }
+bool ended(const Entry* e) { return !e->call || e->call->done.load(std::memory_order_acquire); }
 
-// Marks it complete for MPI once its work ended; whether it has.
+// Marks it complete for MPI once its work ended (a persistent one's MPI request completes by
+// itself); whether it has.
 bool complete_if_ended(MPI_Request r, Entry* e) {
   if (!ended(e)) return false;
-  if (!e->completed) {
+  if (!e->persistent() && !e->completed) {
     e->completed = true;
     PMPI_Grequest_complete(r);
   }
@@ -108,11 +111,10 @@ void sweep_orphans() {
   for (auto& [r, e] : ready) complete_if_ended(r, e.get());
 }
 
-// A failed call of efacoll's among `n` requests: what to report once MPI has freed it.
+// A failed call of efacoll's among `n` requests: what to report once MPI has completed it.
 struct Failure {
   int index;
-  MPI_Comm comm;
-  Status status;
+  std::shared_ptr<Entry> entry;
 };
 
 // Completes those of the requests that are efacoll's and ended; appends the failures among them
@@ -121,12 +123,12 @@ int complete_ended(int n, MPI_Request* requests, std::vector<Failure>* failures)
   sweep_orphans();
   int running = 0;
   for (int i = 0; i < n; ++i) {
-    Entry* e = find(requests[i]);
+    std::shared_ptr<Entry> e = find(requests[i]);
     if (e == nullptr) continue;
-    if (!complete_if_ended(requests[i], e)) {
+    if (!complete_if_ended(requests[i], e.get())) {
       ++running;
-    } else if (failures && !e->call->status.is_ok()) {
-      failures->push_back({i, e->comm, e->call->status});
+    } else if (failures && e->call && !e->call->status.is_ok()) {
+      failures->push_back({i, e});
     }
   }
   return running;
@@ -143,7 +145,8 @@ int raise_failures(const std::vector<Failure>& failures, Done done, MPI_Status* 
   for (const Failure& f : failures) {
     MPI_Status* s = nullptr;
     if (!done(f.index, &s)) continue;
-    const int code = raise_error(f.comm, f.status);
+    const int code = raise_error(f.entry->comm, f.entry->call->status);
+    if (f.entry->persistent()) f.entry->call = nullptr;  // reported once, at this completion
     if (s != nullptr && statuses != MPI_STATUSES_IGNORE) s->MPI_ERROR = code;
     if (first == MPI_SUCCESS) first = code;
   }
@@ -154,9 +157,30 @@ int raise_failures(const std::vector<Failure>& failures, Done done, MPI_Status* 
 
 int start_request(MPI_Comm comm, const char* name, std::shared_ptr<PendingCall> call,
                   MPI_Request* request) {
-  auto e = std::make_shared<Entry>(Entry{std::move(call), comm, name});
+  auto e = std::make_shared<Entry>();
+  e->call = std::move(call);
+  e->comm = comm;
+  e->name = name;
   const int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, e.get(), request);
   if (rc != MPI_SUCCESS) return rc;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.entries[*request] = std::move(e);
+  t.outstanding.fetch_add(1);
+  return MPI_SUCCESS;
+}
+
+int start_persistent(MPI_Comm comm, const char* name,
+                     std::function<std::shared_ptr<PendingCall>()> restart, MPI_Request* request) {
+  // MPI's own inactive persistent request, a send to MPI_PROC_NULL: MPI_Start, MPI_Wait and the
+  // rest keep it (and the caller's handle) as they keep any persistent request, while efacoll's
+  // work runs beside it.
+  const int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, request);
+  if (rc != MPI_SUCCESS) return rc;
+  auto e = std::make_shared<Entry>();
+  e->comm = comm;
+  e->name = name;
+  e->restart = std::move(restart);
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
   t.entries[*request] = std::move(e);
@@ -339,8 +363,8 @@ EFACOLL_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcou
 
 EFACOLL_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   if (none_outstanding()) return PMPI_Request_get_status(request, flag, status);
-  Entry* e = find(request);
-  if (e != nullptr && !complete_if_ended(request, e)) {
+  std::shared_ptr<Entry> e = find(request);
+  if (e != nullptr && !complete_if_ended(request, e.get())) {
     *flag = 0;
     return MPI_SUCCESS;
   }
@@ -349,19 +373,34 @@ EFACOLL_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_St
 
 EFACOLL_EXPORT int MPI_Request_free(MPI_Request* request) {
   if (none_outstanding()) return PMPI_Request_free(request);
-  Entry* e = find(*request);
-  if (e != nullptr && !complete_if_ended(*request, e)) {
+  std::shared_ptr<Entry> e = find(*request);
+  if (e != nullptr && e->persistent()) {
+    if (!ended(e.get())) {
+      ArgError active;
+      active.error_class = MPI_ERR_REQUEST;
+      active.message = std::string(e->name) +
+                       "'s request is active: a persistent collective's request is freed once "
+                       "completed (MPI-4.0 section 6.13)";
+      return raise_arg_error(e->comm, "MPI_Request_free", active);
+    }
+    Table& t = table();
+    {
+      std::lock_guard<std::mutex> lock(t.mutex);
+      t.entries.erase(*request);
+      t.outstanding.fetch_sub(1);
+    }
+  } else if (e != nullptr && !complete_if_ended(*request, e.get())) {
     // MPI frees it once complete: efacoll completes it when its work ends.
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.mutex);
-    t.orphans.emplace_back(*request, t.entries[*request]);
+    t.orphans.emplace_back(*request, e);
     t.outstanding.fetch_add(1);
   }
   return PMPI_Request_free(request);
 }
 
 EFACOLL_EXPORT int MPI_Cancel(MPI_Request* request) {
-  Entry* e = none_outstanding() ? nullptr : find(*request);
+  std::shared_ptr<Entry> e = none_outstanding() ? nullptr : find(*request);
   if (e == nullptr) return PMPI_Cancel(request);
   ArgError refused;
   refused.error_class = MPI_ERR_REQUEST;
@@ -369,4 +408,26 @@ EFACOLL_EXPORT int MPI_Cancel(MPI_Request* request) {
                     "'s request cannot be cancelled: nonblocking collectives cannot be "
                     "(MPI-3.1 section 5.12)";
   return raise_arg_error(e->comm, "MPI_Cancel", refused);
+}
+
+EFACOLL_EXPORT int MPI_Start(MPI_Request* request) { return MPI_Startall(1, request); }
+
+EFACOLL_EXPORT int MPI_Startall(int count, MPI_Request requests[]) {
+  if (none_outstanding()) return PMPI_Startall(count, requests);
+  try {
+    for (int i = 0; i < count; ++i) {
+      std::shared_ptr<Entry> e = find(requests[i]);
+      if (e == nullptr || !e->persistent()) continue;
+      if (!ended(e.get())) {
+        ArgError active;
+        active.error_class = MPI_ERR_REQUEST;
+        active.message = std::string(e->name) + "'s request is already active";
+        return raise_arg_error(e->comm, "MPI_Start", active);
+      }
+      e->call = e->restart();  // queued on the communicator's worker
+    }
+    return PMPI_Startall(count, requests);
+  } catch (...) {
+    return raise_exception(MPI_COMM_WORLD, "MPI_Startall");
+  }
 }

@@ -45,6 +45,10 @@ void allgather_cases(MPI_Comm comm, const char* comm_name, int full);
 /* The nonblocking forms: results, counters, requests mixed and outstanding, ordering. */
 void nonblocking_cases(MPI_Comm comm);
 
+/* --- mpi_persistent_cases.c --- */
+/* Persistent collectives (MPI_*_init or Open MPI's MPIX_*_init), started many times. */
+void persistent_cases(MPI_Comm comm);
+
 /* --- mpi_large_count_cases.c --- */
 /* The large-count (_c) forms where the MPI defines them; a line saying why not where not. */
 void large_count_cases(void);

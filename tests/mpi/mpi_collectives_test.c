@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   phase("large-count forms", &t0);
   nonblocking_cases(MPI_COMM_WORLD);
   phase("nonblocking forms", &t0);
+  persistent_cases(MPI_COMM_WORLD);
+  phase("persistent forms", &t0);
   engine_counted_check();
 
   int rc = tu_finish();
