@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "efacoll/engine.h"
+#include "mpi_shim/call_queue.h"
 #include "mpi_shim/shim.h"
 
 namespace efacoll {
@@ -26,10 +27,27 @@ struct Run {
       start;
 };
 
+// An entry point's body: no exception crosses the C boundary (raised through the communicator's
+// handler instead, raise_exception).
+template <typename Body>
+int guarded(MPI_Comm comm, const char* name, Body body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return raise_exception(comm, name);
+  }
+}
+
 // Passes the call to MPI (GPU data staged unless MPI is CUDA-aware), `reason` counted.
 int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
          const StagedSpans& spans, const Call& call);
 
+// The engine's communicator and call queue for a call queued on it, set up in the caller's
+// thread. false where it cannot: MPI took the call (the engine declined it) or the error was
+// raised; `rc` then holds the call's return code.
+bool queued_engine(MPI_Comm comm, const char* name, const CollArgs& args, const CallBuffers& b,
+                   const StagedSpans& spans, const Call& call, Comm** ec, CallQueue** queue,
+                   int* rc);
 // The engine's call as a queued call's work (call_queue.h): a copy of `args` and of its receive
 // counts (`comm`'s size of them), counted in the statistics when it ends.
 std::function<Status()> engine_work(Comm* ec, MPI_Comm comm, const CollArgs& args, size_t bytes);

@@ -110,6 +110,25 @@ int run_engine(MPI_Comm comm, const CollArgs& args, size_t bytes, const CallBuff
   return raise_error(comm, st);
 }
 
+// A reduction's end, once its arguments are checked: the route, then MPI, or the engine with its
+// arguments completed by `fill` (the count or counts; it returns the elements of the call).
+int run_reduction(CollKind kind, MPI_Comm comm, const CallBuffers& b, const StagedSpans& spans,
+                  const Call& call, const Run& run, MPI_Datatype datatype, MPI_Op op,
+                  const std::function<size_t(CollArgs*)>& fill) {
+  DType dtype;
+  ROp rop;
+  Route route;
+  const char* why = route_obstacle(comm, b, run.blocking, &route);
+  if (!route.error.is_ok()) return raise_error(comm, route.error);
+  if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
+  if (why) return pass(kind, why, comm, b, spans, call);
+  CollArgs args = engine_args(kind, b, route);
+  args.dtype = dtype;
+  args.op = rop;
+  const size_t elements = fill(&args);
+  return run.start(comm, args, elements * dtype_size(dtype), b, spans, call);
+}
+
 }  // namespace
 
 // The four collectives' bodies (collective_bodies.h).
@@ -124,18 +143,8 @@ int allreduce(const char* name, const void* sendbuf, void* recvbuf, MPI_Count co
   StagedSpans spans;
   spans.send = spans.recv_in = spans.recv_out = span_of(static_cast<size_t>(count), datatype);
   spans.recv_needs_input = b.inplace();
-  DType dtype;
-  ROp rop;
-  Route route;
-  const char* why = route_obstacle(comm, b, run.blocking, &route);
-  if (!route.error.is_ok()) return raise_error(comm, route.error);
-  if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
-  if (why) return pass(CollKind::kAllreduce, why, comm, b, spans, call);
-  CollArgs args = engine_args(CollKind::kAllreduce, b, route);
-  args.count = static_cast<size_t>(count);
-  args.dtype = dtype;
-  args.op = rop;
-  return run.start(comm, args, args.count * dtype_size(dtype), b, spans, call);
+  return run_reduction(CollKind::kAllreduce, comm, b, spans, call, run, datatype, op,
+                       [&](CollArgs* args) { return args->count = static_cast<size_t>(count); });
 }
 
 int allgather(const char* name, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -202,18 +211,11 @@ int reduce_scatter(const char* name, bool blocked, const void* sendbuf, void* re
   spans.recv_out = span_of(counts[rank], datatype);
   spans.recv_in = b.inplace() ? spans.send : spans.recv_out;
   spans.recv_needs_input = b.inplace();
-  DType dtype;
-  ROp rop;
-  Route route;
-  const char* why = route_obstacle(comm, b, run.blocking, &route);
-  if (!route.error.is_ok()) return raise_error(comm, route.error);
-  if (!why) why = reduction_obstacle(datatype, op, &dtype, &rop);
-  if (why) return pass(CollKind::kReduceScatter, why, comm, b, spans, call);
-  CollArgs args = engine_args(CollKind::kReduceScatter, b, route);
-  args.recvcounts = counts.data();
-  args.dtype = dtype;
-  args.op = rop;
-  return run.start(comm, args, total * dtype_size(dtype), b, spans, call);
+  return run_reduction(CollKind::kReduceScatter, comm, b, spans, call, run, datatype, op,
+                       [&](CollArgs* args) {
+                         args->recvcounts = counts.data();
+                         return total;
+                       });
 }
 
 template int reduce_scatter(const char*, bool, const void*, void*, const int*, MPI_Count,
@@ -229,121 +231,62 @@ using namespace efacoll::shim;
 
 // Each entry point: its body above, and the same call through PMPI for what goes to MPI.
 // No exception crosses the C boundary (raise_exception: through the communicator's handler).
-
-EFACOLL_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
-                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  try {
-    return allreduce(
-        "MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm,
-        [&](const void* s, void* r) { return PMPI_Allreduce(s, r, count, datatype, op, comm); },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Allreduce");
+// One set per count type: the ordinary forms (int) and, where the MPI defines them (MPI-4: MPICH
+// 4; Open MPI 4.1 has none), the large-count forms (_c, MPI_Count).
+#define EFACOLL_BLOCKING_ENTRIES(SUFFIX, COUNT)                                                   \
+  EFACOLL_EXPORT int MPI_Allreduce##SUFFIX(const void* sendbuf, void* recvbuf, COUNT count,       \
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {     \
+    const char* name = "MPI_Allreduce" #SUFFIX;                                                   \
+    return guarded(comm, name, [&] {                                                              \
+      return allreduce(                                                                           \
+          name, sendbuf, recvbuf, count, datatype, op, comm,                                      \
+          [&](const void* s, void* r) {                                                           \
+            return PMPI_Allreduce##SUFFIX(s, r, count, datatype, op, comm);                       \
+          },                                                                                      \
+          Run{true, run_engine});                                                                 \
+    });                                                                                           \
+  }                                                                                               \
+  EFACOLL_EXPORT int MPI_Allgather##SUFFIX(const void* sendbuf, COUNT sendcount,                  \
+                                           MPI_Datatype sendtype, void* recvbuf, COUNT recvcount, \
+                                           MPI_Datatype recvtype, MPI_Comm comm) {                \
+    const char* name = "MPI_Allgather" #SUFFIX;                                                   \
+    return guarded(comm, name, [&] {                                                              \
+      return allgather(                                                                           \
+          name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,                 \
+          [&](const void* s, void* r) {                                                           \
+            return PMPI_Allgather##SUFFIX(s, sendcount, sendtype, r, recvcount, recvtype, comm);  \
+          },                                                                                      \
+          Run{true, run_engine});                                                                 \
+    });                                                                                           \
+  }                                                                                               \
+  EFACOLL_EXPORT int MPI_Reduce_scatter##SUFFIX(const void* sendbuf, void* recvbuf,               \
+                                                const COUNT recvcounts[], MPI_Datatype datatype,  \
+                                                MPI_Op op, MPI_Comm comm) {                       \
+    const char* name = "MPI_Reduce_scatter" #SUFFIX;                                              \
+    return guarded(comm, name, [&] {                                                              \
+      return reduce_scatter(                                                                      \
+          name, false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,                       \
+          [&](const void* s, void* r) {                                                           \
+            return PMPI_Reduce_scatter##SUFFIX(s, r, recvcounts, datatype, op, comm);             \
+          },                                                                                      \
+          Run{true, run_engine});                                                                 \
+    });                                                                                           \
+  }                                                                                               \
+  EFACOLL_EXPORT int MPI_Reduce_scatter_block##SUFFIX(const void* sendbuf, void* recvbuf,         \
+                                                      COUNT recvcount, MPI_Datatype datatype,     \
+                                                      MPI_Op op, MPI_Comm comm) {                 \
+    const char* name = "MPI_Reduce_scatter_block" #SUFFIX;                                        \
+    return guarded(comm, name, [&] {                                                              \
+      return reduce_scatter<COUNT>(                                                               \
+          name, true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,                   \
+          [&](const void* s, void* r) {                                                           \
+            return PMPI_Reduce_scatter_block##SUFFIX(s, r, recvcount, datatype, op, comm);        \
+          },                                                                                      \
+          Run{true, run_engine});                                                                 \
+    });                                                                                           \
   }
-}
 
-EFACOLL_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                 void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                 MPI_Comm comm) {
-  try {
-    return allgather(
-        "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        [&](const void* s, void* r) {
-          return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Allgather");
-  }
-}
-
-EFACOLL_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
-                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  try {
-    return reduce_scatter(
-        "MPI_Reduce_scatter", false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
-        [&](const void* s, void* r) {
-          return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Reduce_scatter");
-  }
-}
-
-EFACOLL_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  try {
-    return reduce_scatter<int>(
-        "MPI_Reduce_scatter_block", true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
-        [&](const void* s, void* r) {
-          return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Reduce_scatter_block");
-  }
-}
-
-// The large-count forms (MPI-4), where the MPI defines them: MPICH 4 does, Open MPI 4.1 does not.
+EFACOLL_BLOCKING_ENTRIES(, int)
 #if MPI_VERSION >= 4
-
-EFACOLL_EXPORT int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count,
-                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  try {
-    return allreduce(
-        "MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm,
-        [&](const void* s, void* r) { return PMPI_Allreduce_c(s, r, count, datatype, op, comm); },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Allreduce_c");
-  }
-}
-
-EFACOLL_EXPORT int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                                   void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                                   MPI_Comm comm) {
-  try {
-    return allgather(
-        "MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        [&](const void* s, void* r) {
-          return PMPI_Allgather_c(s, sendcount, sendtype, r, recvcount, recvtype, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Allgather_c");
-  }
-}
-
-EFACOLL_EXPORT int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf,
-                                        const MPI_Count recvcounts[], MPI_Datatype datatype,
-                                        MPI_Op op, MPI_Comm comm) {
-  try {
-    return reduce_scatter(
-        "MPI_Reduce_scatter_c", false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
-        [&](const void* s, void* r) {
-          return PMPI_Reduce_scatter_c(s, r, recvcounts, datatype, op, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Reduce_scatter_c");
-  }
-}
-
-EFACOLL_EXPORT int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf,
-                                              MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
-                                              MPI_Comm comm) {
-  try {
-    return reduce_scatter<MPI_Count>(
-        "MPI_Reduce_scatter_block_c", true, sendbuf, recvbuf, nullptr, recvcount, datatype, op,
-        comm,
-        [&](const void* s, void* r) {
-          return PMPI_Reduce_scatter_block_c(s, r, recvcount, datatype, op, comm);
-        },
-        Run{true, run_engine});
-  } catch (...) {
-    return raise_exception(comm, "MPI_Reduce_scatter_block_c");
-  }
-}
-
-#endif  // MPI_VERSION >= 4
+EFACOLL_BLOCKING_ENTRIES(_c, MPI_Count)
+#endif

@@ -23,13 +23,8 @@ int start_engine(MPI_Comm comm, const char* name, const CollArgs& args, size_t b
                  MPI_Request* request) {
   Comm* ec = nullptr;
   CallQueue* queue = nullptr;
-  // Set up in the caller's thread (an exchange through MPI); the worker makes no MPI call.
-  Status st = engine_comm(comm, &ec, &queue, /*make_queue=*/true);
-  if (st.code() == Code::kUnsupported)
-    return pass(args.kind, "engine declined", comm, b, spans, call);
-  if (!st.is_ok()) {
-    return raise_error(comm, Status(st.code(), std::string(name) + ": " + st.message()));
-  }
+  int rc = MPI_SUCCESS;
+  if (!queued_engine(comm, name, args, b, spans, call, &ec, &queue, &rc)) return rc;
   auto pending = std::make_shared<PendingCall>();
   pending->work = engine_work(ec, comm, args, bytes);
   queue->submit(pending);
@@ -63,6 +58,18 @@ Run queued(const char* name, MPI_Request* request) {
 }
 
 }  // namespace
+
+bool queued_engine(MPI_Comm comm, const char* name, const CollArgs& args, const CallBuffers& b,
+                   const StagedSpans& spans, const Call& call, Comm** ec, CallQueue** queue,
+                   int* rc) {
+  // Set up in the caller's thread (an exchange through MPI); the worker makes no MPI call.
+  Status st = engine_comm(comm, ec, queue, /*make_queue=*/true);
+  if (st.is_ok()) return true;
+  *rc = st.code() == Code::kUnsupported
+            ? pass(args.kind, "engine declined", comm, b, spans, call)
+            : raise_error(comm, Status(st.code(), std::string(name) + ": " + st.message()));
+  return false;
+}
 
 std::function<Status()> engine_work(Comm* ec, MPI_Comm comm, const CollArgs& args, size_t bytes) {
   // What the worker reads after the call returns: the arguments, and the receive counts behind
@@ -98,7 +105,7 @@ using namespace efacoll::shim;
 EFACOLL_EXPORT int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   MPI_Request* request) {
-  try {
+  return guarded(comm, "MPI_Iallreduce", [&] {
     const char* name = "MPI_Iallreduce";
     return allreduce(name, sendbuf, recvbuf, count, datatype, op, comm,
                      through_mpi(
@@ -110,15 +117,13 @@ EFACOLL_EXPORT int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count,
                            return PMPI_Allreduce(s, r, count, datatype, op, comm);
                          }),
                      queued(name, request));
-  } catch (...) {
-    return raise_exception(comm, "MPI_Iallreduce");
-  }
+  });
 }
 
 EFACOLL_EXPORT int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                   void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                   MPI_Comm comm, MPI_Request* request) {
-  try {
+  return guarded(comm, "MPI_Iallgather", [&] {
     const char* name = "MPI_Iallgather";
     return allgather(
         name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -131,15 +136,13 @@ EFACOLL_EXPORT int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Dataty
               return PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
             }),
         queued(name, request));
-  } catch (...) {
-    return raise_exception(comm, "MPI_Iallgather");
-  }
+  });
 }
 
 EFACOLL_EXPORT int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                        MPI_Request* request) {
-  try {
+  return guarded(comm, "MPI_Ireduce_scatter", [&] {
     const char* name = "MPI_Ireduce_scatter";
     return reduce_scatter(name, false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,
                           through_mpi(
@@ -152,15 +155,13 @@ EFACOLL_EXPORT int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const
                                 return PMPI_Reduce_scatter(s, r, recvcounts, datatype, op, comm);
                               }),
                           queued(name, request));
-  } catch (...) {
-    return raise_exception(comm, "MPI_Ireduce_scatter");
-  }
+  });
 }
 
 EFACOLL_EXPORT int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                              MPI_Request* request) {
-  try {
+  return guarded(comm, "MPI_Ireduce_scatter_block", [&] {
     const char* name = "MPI_Ireduce_scatter_block";
     return reduce_scatter<int>(
         name, true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
@@ -173,7 +174,5 @@ EFACOLL_EXPORT int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf,
               return PMPI_Reduce_scatter_block(s, r, recvcount, datatype, op, comm);
             }),
         queued(name, request));
-  } catch (...) {
-    return raise_exception(comm, "MPI_Ireduce_scatter_block");
-  }
+  });
 }

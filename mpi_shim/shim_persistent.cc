@@ -29,12 +29,8 @@ Run persistent(const char* name, MPI_Request* request) {
                   const StagedSpans& spans, const Call& call) -> int {
     Comm* ec = nullptr;
     CallQueue* queue = nullptr;
-    Status st = engine_comm(comm, &ec, &queue, /*make_queue=*/true);
-    if (st.code() == Code::kUnsupported)
-      return pass(args.kind, "engine declined", comm, b, spans, call);
-    if (!st.is_ok()) {
-      return raise_error(comm, Status(st.code(), std::string(name) + ": " + st.message()));
-    }
+    int rc = MPI_SUCCESS;
+    if (!queued_engine(comm, name, args, b, spans, call, &ec, &queue, &rc)) return rc;
     std::function<Status()> work = engine_work(ec, comm, args, bytes);
     return start_persistent(
         comm, name,
@@ -56,11 +52,11 @@ Call through_mpi(const void* sendbuf, void* recvbuf, MPI_Comm comm, const char* 
   return [=](const void* s, void* r) -> int {
     const bool staged = r != recvbuf || (sendbuf != MPI_IN_PLACE && s != sendbuf);
     if (!staged) return init(s, r);
-    return raise_error(comm, Status(Code::kUnsupported,
-                                    std::string(name) +
-                                        ": GPU buffers that MPI would need staged at every start "
-                                        "(an MPI that is not CUDA-aware, and the ranks' route is "
-                                        "MPI's): not supported"));
+    return raise_error(
+        comm, Status(Code::kUnsupported,
+                     std::string(name) + ": GPU buffers that MPI would need staged at every start "
+                                         "(an MPI that is not CUDA-aware, and the ranks' route is "
+                                         "MPI's): not supported"));
   };
 }
 
@@ -72,75 +68,65 @@ using namespace efacoll;
 using namespace efacoll::shim;
 
 // One set of entry points per spelling: MPI-4's names, and Open MPI's MPIX_ extension.
-#define EFACOLL_PERSISTENT_ENTRIES(PREFIX, PMPI_PREFIX)                                           \
-  EFACOLL_EXPORT int PREFIX##Allreduce_init(const void* sendbuf, void* recvbuf, int count,        \
-                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,     \
-                                            MPI_Info info, MPI_Request* request) {               \
-    const char* name = #PREFIX "Allreduce_init";                                                 \
-    try {                                                                                         \
-      return allreduce(name, sendbuf, recvbuf, count, datatype, op, comm,                         \
-                       through_mpi(sendbuf, recvbuf, comm, name,                                  \
-                                   [=](const void* s, void* r) {                                  \
-                                     return PMPI_PREFIX##Allreduce_init(s, r, count, datatype,    \
-                                                                        op, comm, info, request); \
-                                   }),                                                            \
-                       persistent(name, request));                                                \
-    } catch (...) {                                                                               \
-      return raise_exception(comm, name);                                                        \
-    }                                                                                             \
-  }                                                                                               \
-  EFACOLL_EXPORT int PREFIX##Allgather_init(const void* sendbuf, int sendcount,                  \
-                                            MPI_Datatype sendtype, void* recvbuf, int recvcount, \
-                                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, \
-                                            MPI_Request* request) {                              \
-    const char* name = #PREFIX "Allgather_init";                                                 \
-    try {                                                                                         \
-      return allgather(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,   \
-                       through_mpi(sendbuf, recvbuf, comm, name,                                  \
-                                   [=](const void* s, void* r) {                                  \
-                                     return PMPI_PREFIX##Allgather_init(s, sendcount, sendtype,   \
-                                                                        r, recvcount, recvtype,   \
-                                                                        comm, info, request);     \
-                                   }),                                                            \
-                       persistent(name, request));                                                \
-    } catch (...) {                                                                               \
-      return raise_exception(comm, name);                                                        \
-    }                                                                                             \
-  }                                                                                               \
-  EFACOLL_EXPORT int PREFIX##Reduce_scatter_init(                                                 \
-      const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,          \
-      MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {                            \
-    const char* name = #PREFIX "Reduce_scatter_init";                                            \
-    try {                                                                                         \
-      return reduce_scatter(name, false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,    \
-                            through_mpi(sendbuf, recvbuf, comm, name,                             \
-                                        [=](const void* s, void* r) {                             \
-                                          return PMPI_PREFIX##Reduce_scatter_init(                \
-                                              s, r, recvcounts, datatype, op, comm, info,         \
-                                              request);                                           \
-                                        }),                                                       \
-                            persistent(name, request));                                           \
-    } catch (...) {                                                                               \
-      return raise_exception(comm, name);                                                        \
-    }                                                                                             \
-  }                                                                                               \
-  EFACOLL_EXPORT int PREFIX##Reduce_scatter_block_init(                                           \
-      const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,        \
-      MPI_Comm comm, MPI_Info info, MPI_Request* request) {                                       \
-    const char* name = #PREFIX "Reduce_scatter_block_init";                                      \
-    try {                                                                                         \
-      return reduce_scatter<int>(name, true, sendbuf, recvbuf, nullptr, recvcount, datatype, op,  \
-                                 comm,                                                            \
-                                 through_mpi(sendbuf, recvbuf, comm, name,                        \
-                                             [=](const void* s, void* r) {                        \
-                                               return PMPI_PREFIX##Reduce_scatter_block_init(     \
-                                                   s, r, recvcount, datatype, op, comm, info,     \
-                                                   request);                                      \
-                                             }),                                                  \
-                                 persistent(name, request));                                      \
-    } catch (...) {                                                                               \
-      return raise_exception(comm, name);                                                        \
-    }                                                                                             \
+#define EFACOLL_PERSISTENT_ENTRIES(PREFIX, PMPI_PREFIX)                                            \
+  EFACOLL_EXPORT int PREFIX##Allreduce_init(const void* sendbuf, void* recvbuf, int count,         \
+                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,       \
+                                            MPI_Info info, MPI_Request* request) {                 \
+    const char* name = #PREFIX "Allreduce_init";                                                   \
+    return guarded(comm, name, [&] {                                                               \
+      return allreduce(name, sendbuf, recvbuf, count, datatype, op, comm,                          \
+                       through_mpi(sendbuf, recvbuf, comm, name,                                   \
+                                   [=](const void* s, void* r) {                                   \
+                                     return PMPI_PREFIX##Allreduce_init(s, r, count, datatype, op, \
+                                                                        comm, info, request);      \
+                                   }),                                                             \
+                       persistent(name, request));                                                 \
+    });                                                                                            \
+  }                                                                                                \
+  EFACOLL_EXPORT int PREFIX##Allgather_init(                                                       \
+      const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,     \
+      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {                 \
+    const char* name = #PREFIX "Allgather_init";                                                   \
+    return guarded(comm, name, [&] {                                                               \
+      return allgather(name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,     \
+                       through_mpi(sendbuf, recvbuf, comm, name,                                   \
+                                   [=](const void* s, void* r) {                                   \
+                                     return PMPI_PREFIX##Allgather_init(s, sendcount, sendtype, r, \
+                                                                        recvcount, recvtype, comm, \
+                                                                        info, request);            \
+                                   }),                                                             \
+                       persistent(name, request));                                                 \
+    });                                                                                            \
+  }                                                                                                \
+  EFACOLL_EXPORT int PREFIX##Reduce_scatter_init(                                                  \
+      const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,           \
+      MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {                             \
+    const char* name = #PREFIX "Reduce_scatter_init";                                              \
+    return guarded(comm, name, [&] {                                                               \
+      return reduce_scatter(name, false, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm,      \
+                            through_mpi(sendbuf, recvbuf, comm, name,                              \
+                                        [=](const void* s, void* r) {                              \
+                                          return PMPI_PREFIX##Reduce_scatter_init(                 \
+                                              s, r, recvcounts, datatype, op, comm, info,          \
+                                              request);                                            \
+                                        }),                                                        \
+                            persistent(name, request));                                            \
+    });                                                                                            \
+  }                                                                                                \
+  EFACOLL_EXPORT int PREFIX##Reduce_scatter_block_init(                                            \
+      const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,         \
+      MPI_Comm comm, MPI_Info info, MPI_Request* request) {                                        \
+    const char* name = #PREFIX "Reduce_scatter_block_init";                                        \
+    return guarded(comm, name, [&] {                                                               \
+      return reduce_scatter<int>(                                                                  \
+          name, true, sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,                    \
+          through_mpi(sendbuf, recvbuf, comm, name,                                                \
+                      [=](const void* s, void* r) {                                                \
+                        return PMPI_PREFIX##Reduce_scatter_block_init(s, r, recvcount, datatype,   \
+                                                                      op, comm, info, request);    \
+                      }),                                                                          \
+          persistent(name, request));                                                              \
+    });                                                                                            \
   }
 
 #if MPI_VERSION >= 4
