@@ -22,6 +22,7 @@ void rk_draw(uint64_t h, int comm_size, size_t max_bytes, rk_call* c) {
     r = tu_hash(r, 2, 0);
   } while (!pair_allowed(c->type, c->op));
   c->inplace = (h >> 40) % 3 == 0;
+  c->nonblocking = (h >> 44) % 3 == 0;
   c->seed = tu_hash(h, 4, 0);
   c->send_memory = c->recv_memory = RK_HOST;
 
@@ -70,9 +71,9 @@ void rk_describe(const rk_call* c, char* out, size_t n) {
     snprintf(where, sizeof(where), ", %s%s%s memory", c->inplace ? "" : memory[c->send_memory],
              c->inplace ? "" : " -> ", memory[c->recv_memory]);
   }
-  snprintf(out, n, "%s %s %s count %d%s%s", kKindNames[c->kind], c->type->name,
-           c->kind == RK_ALLGATHER ? "-" : c->op->name, c->count, c->inplace ? " in place" : "",
-           where);
+  snprintf(out, n, "%s%s %s %s count %d%s%s", c->nonblocking ? "nonblocking " : "",
+           kKindNames[c->kind], c->type->name, c->kind == RK_ALLGATHER ? "-" : c->op->name,
+           c->count, c->inplace ? " in place" : "", where);
 }
 
 /* Where a call's data lives, in elements. */
@@ -107,10 +108,34 @@ static extents extents_of(const rk_call* c, int rank, int size, const int* count
   return e;
 }
 
+/* The nonblocking form of the call, then MPI_Wait. */
+static int call_nonblocking(const rk_call* c, const void* send, void* recv, const int* counts,
+                            MPI_Comm comm) {
+  MPI_Datatype t = c->type->type;
+  MPI_Op op = c->op->op;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc;
+  switch (c->kind) {
+    case RK_ALLREDUCE:
+      rc = MPI_Iallreduce(send, recv, c->count, t, op, comm, &request);
+      break;
+    case RK_ALLGATHER:
+      rc = MPI_Iallgather(send, c->count, t, recv, c->count, t, comm, &request);
+      break;
+    case RK_REDUCE_SCATTER:
+      rc = MPI_Ireduce_scatter(send, recv, counts, t, op, comm, &request);
+      break;
+    default:
+      rc = MPI_Ireduce_scatter_block(send, recv, c->count, t, op, comm, &request);
+  }
+  return rc == MPI_SUCCESS ? MPI_Wait(&request, MPI_STATUS_IGNORE) : rc;
+}
+
 static int call(int pmpi, const rk_call* c, const void* send, void* recv, const int* counts,
                 MPI_Comm comm) {
   MPI_Datatype t = c->type->type;
   MPI_Op op = c->op->op;
+  if (!pmpi && c->nonblocking) return call_nonblocking(c, send, recv, counts, comm);
   switch (c->kind) {
     case RK_ALLREDUCE:
       return pmpi ? PMPI_Allreduce(send, recv, c->count, t, op, comm)

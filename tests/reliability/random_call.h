@@ -32,6 +32,9 @@ typedef struct {
   int inplace;
   uint64_t seed; /* the data */
   rk_memory send_memory, recv_memory;
+  /* MPI_Ixxx then MPI_Wait (one call in three): the same on every member, since blocking and
+   * nonblocking collectives never match each other. */
+  int nonblocking;
 } rk_call;
 
 /* The call drawn from h: members of a communicator passing the same h and size draw the same.
