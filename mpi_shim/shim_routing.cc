@@ -1,8 +1,8 @@
 // Which way each call goes, agreed by the ranks of a communicator. Each rank sees only its own
 // buffers; routed by them alone, a call whose buffers lie on GPUs on some ranks and on the host
 // on others would go to efacoll on some and to MPI on others, and neither side would ever meet
-// the other. So at a communicator's first blocking call and every EFACOLL_ROUTE_AGREE-th blocking
-// call after, the ranks OR together what their buffers are (one small PMPI_Iallreduce: every rank
+// the other. So at each of a communicator's first kEarlyAgreements blocking calls and every
+// EFACOLL_ROUTE_AGREE-th blocking call after, the ranks OR together what their buffers are (one small PMPI_Iallreduce: every rank
 // makes it at the same call, since every rank makes the same blocking calls on a communicator in
 // the same order), and until the next agreement every call goes the way that agreement set:
 //   all host:      MPI (efacoll with EFACOLL_HOST_BUFFERS=1);
@@ -39,6 +39,10 @@ struct RouteState {
   Status abandoned;      // an agreement timed out with MPI's exchange pending
   int last_device = -1;  // the GPU of this rank's last call with GPU buffers
 };
+
+// Programs often start with a few host-buffer calls (flags, sizes) before their GPU calls: each
+// of a communicator's first calls agrees, so that its first GPU calls already run on efacoll.
+constexpr uint64_t kEarlyAgreements = 16;
 
 int g_keyval = MPI_KEYVAL_INVALID;
 
@@ -95,7 +99,8 @@ Route agreed_route(MPI_Comm comm, const CallBuffers& b, bool may_agree) {
     if (!state().params->flag(Param::kGpu)) joinable = route_of(kHostBits | kGpuBits | kNoGpuRuns);
     return joinable;
   }
-  if (may_agree && s->calls++ % static_cast<uint64_t>(every) == 0) {
+  const uint64_t call = may_agree ? s->calls++ : 0;
+  if (may_agree && (call < kEarlyAgreements || call % static_cast<uint64_t>(every) == 0)) {
     const bool gpu_runs = state().engine->gpu() != nullptr && state().params->flag(Param::kGpu);
     // MPI's copies: kept reachable past a timeout, since MPI may still write them.
     auto bits = std::make_unique<std::array<int, 2>>();

@@ -9,10 +9,10 @@
     "Run collectives on host buffers through efacoll too (by default only GPU buffers are).")     \
   X(kRouteAgree, "EFACOLL_ROUTE_AGREE", kInteger, "64",                                          \
     "The ranks of a communicator agree which way its calls go (efacoll or MPI) and how their "    \
-    "buffers lie (all host, all GPU, or mixed) at its first call and every this many calls "      \
-    "after: one small MPI_Allreduce each time. In between a rank whose buffers differ from the "  \
-    "agreement joins the agreed way (staging or copying its own data), so calls are right "       \
-    "whatever each rank passes; the agreement only picks the fast way. 1: every call.")           \
+    "buffers lie (all host, all GPU, or mixed) at each of its first 16 blocking calls and every "  \
+    "this many after: one small MPI_Allreduce each time. In between a rank whose buffers differ " \
+    "from the agreement joins the agreed way (staging or copying its own data), so calls are "    \
+    "right whatever each rank passes; the agreement only picks the fast way. 1: every call.")     \
   X(kGpu, "EFACOLL_GPU", kBool, "1",                                                              \
     "0: GPU buffers are not run by efacoll (they are staged through host memory to MPI, or "      \
     "handed to it where it is CUDA-aware).")                                                      \
