@@ -38,6 +38,13 @@ int guarded(MPI_Comm comm, const char* name, Body body) noexcept {
   }
 }
 
+// Whether `call` was given host copies of the caller's GPU buffers (staged_pmpi) rather than the
+// caller's own (sendbuf, recvbuf): they go when the call returns.
+inline bool given_staged_copies(const void* sendbuf, const void* recvbuf, const void* s,
+                                const void* r) {
+  return r != recvbuf || (sendbuf != MPI_IN_PLACE && s != sendbuf);
+}
+
 // Passes the call to MPI (GPU data staged unless MPI is CUDA-aware), `reason` counted.
 int pass(CollKind kind, const char* reason, MPI_Comm comm, const CallBuffers& b,
          const StagedSpans& spans, const Call& call);

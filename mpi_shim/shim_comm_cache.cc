@@ -124,38 +124,33 @@ Status engine_comm(MPI_Comm comm, Comm** out, CallQueue** queue, bool make_queue
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, s.keyval, &value, &found);
-  if (queue) *queue = nullptr;
-  if (found) {
-    auto* cached = static_cast<Cached*>(value);
-    *out = cached->engine_comm.get();
-    if (*out && queue) {
-      if (make_queue && !cached->queue) cached->queue = std::make_unique<CallQueue>();
-      *queue = cached->queue.get();
+  auto* cached = static_cast<Cached*>(value);
+  Status st;  // the set-up's, where this call made it
+  if (!found) {
+    cached = new Cached{comm, nullptr, Status::ok(), nullptr};
+    MpiBootstrap bootstrap(comm, s.engine->config().timeout);
+    st = s.engine->create_comm(bootstrap, &cached->engine_comm);
+    if (bootstrap.abandoned()) {
+      cached->abandoned = Status(Code::kTimeout,
+                                 "communicator unusable: efacoll's set-up of it timed out earlier "
+                                 "(not every member joined within EFACOLL_TIMEOUT)");
+    } else if (!st.is_ok()) {
+      // Every member saw the same blobs, so every member takes this path: the communicator
+      // stays with MPI for good.
+      EFACOLL_WARN(kInit, "communicator set-up failed, its collectives go to MPI: %s",
+                   st.to_string().c_str());
     }
-    if (*out) return Status::ok();
-    if (!cached->abandoned.is_ok()) return cached->abandoned;
-    return Status(Code::kUnsupported, "communicator set-up failed earlier");
+    PMPI_Comm_set_attr(comm, s.keyval, cached);
+    auto lock = live_lock();
+    live().insert(cached);
   }
-  auto* cached = new Cached{comm, nullptr, Status::ok(), nullptr};
-  MpiBootstrap bootstrap(comm, s.engine->config().timeout);
-  Status st = s.engine->create_comm(bootstrap, &cached->engine_comm);
-  if (bootstrap.abandoned()) {
-    cached->abandoned = Status(Code::kTimeout,
-                               "communicator unusable: efacoll's set-up of it timed out earlier "
-                               "(not every member joined within EFACOLL_TIMEOUT)");
-  } else if (!st.is_ok()) {
-    // Every member saw the same blobs, so every member takes this path: the communicator stays
-    // with MPI for good.
-    EFACOLL_WARN(kInit, "communicator set-up failed, its collectives go to MPI: %s",
-                 st.to_string().c_str());
-  }
-  if (cached->engine_comm && make_queue) cached->queue = std::make_unique<CallQueue>();
-  if (queue) *queue = cached->queue.get();
-  PMPI_Comm_set_attr(comm, s.keyval, cached);
-  auto lock = live_lock();
-  live().insert(cached);
   *out = cached->engine_comm.get();
-  return *out ? Status::ok() : st;
+  if (*out && make_queue && !cached->queue) cached->queue = std::make_unique<CallQueue>();
+  if (queue) *queue = *out ? cached->queue.get() : nullptr;
+  if (*out) return Status::ok();
+  if (!found) return st;
+  if (!cached->abandoned.is_ok()) return cached->abandoned;
+  return Status(Code::kUnsupported, "communicator set-up failed earlier");
 }
 
 void comm_cache_release_all() {

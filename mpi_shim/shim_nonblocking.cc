@@ -37,8 +37,7 @@ template <typename Nonblocking, typename Blocking>
 Call through_mpi(const void* sendbuf, void* recvbuf, MPI_Comm comm, const char* name,
                  MPI_Request* request, Nonblocking nonblocking, Blocking blocking) {
   return [=](const void* s, void* r) -> int {
-    const bool staged = r != recvbuf || (sendbuf != MPI_IN_PLACE && s != sendbuf);
-    if (!staged) return nonblocking(s, r, request);
+    if (!given_staged_copies(sendbuf, recvbuf, s, r)) return nonblocking(s, r, request);
     const int rc = blocking(s, r);
     if (rc != MPI_SUCCESS) return rc;
     auto done = std::make_shared<PendingCall>();

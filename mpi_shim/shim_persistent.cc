@@ -50,8 +50,7 @@ Run persistent(const char* name, MPI_Request* request) {
 template <typename Init>
 Call through_mpi(const void* sendbuf, void* recvbuf, MPI_Comm comm, const char* name, Init init) {
   return [=](const void* s, void* r) -> int {
-    const bool staged = r != recvbuf || (sendbuf != MPI_IN_PLACE && s != sendbuf);
-    if (!staged) return init(s, r);
+    if (!given_staged_copies(sendbuf, recvbuf, s, r)) return init(s, r);
     return raise_error(
         comm, Status(Code::kUnsupported,
                      std::string(name) + ": GPU buffers that MPI would need staged at every start "

@@ -22,10 +22,11 @@ namespace shim {
 namespace {
 
 struct Entry {
-  std::shared_ptr<PendingCall> call;  // persistent: the last start's (null: never started)
-  MPI_Comm comm;                      // whose error handler hears of its failure
-  const char* name;                   // the call that started it
-  bool completed = false;             // MPI_Grequest_complete made (once)
+  MPI_Request request = MPI_REQUEST_NULL;  // its key in the table
+  std::shared_ptr<PendingCall> call;       // persistent: the last start's (null: never started)
+  MPI_Comm comm;                           // whose error handler hears of its failure
+  const char* name;                        // the call that started it
+  bool completed = false;                  // MPI_Grequest_complete made (once)
   // A persistent call's: its request is MPI's own inactive one (start_persistent), its work
   // made anew by `restart` at each MPI_Start.
   std::function<std::shared_ptr<PendingCall>()> restart;
@@ -60,12 +61,10 @@ int free_fn(void* extra) {
   auto* e = static_cast<Entry*>(extra);
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
-  for (auto it = t.entries.begin(); it != t.entries.end(); ++it) {
-    if (it->second.get() == e) {
-      t.entries.erase(it);
-      t.outstanding.fetch_sub(1);
-      break;
-    }
+  auto it = t.entries.find(e->request);
+  if (it != t.entries.end() && it->second.get() == e) {
+    t.entries.erase(it);
+    t.outstanding.fetch_sub(1);
   }
   return MPI_SUCCESS;
 }
@@ -134,20 +133,28 @@ int complete_ended(int n, MPI_Request* requests, std::vector<Failure>* failures)
   return running;
 }
 
+void add_entry(MPI_Request request, std::shared_ptr<Entry> e) {
+  e->request = request;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.entries[request] = std::move(e);
+  t.outstanding.fetch_add(1);
+}
+
 bool none_outstanding() { return table().outstanding.load(std::memory_order_acquire) == 0; }
 
-// Raises each failure among the requests MPI just completed (`done(index)`), through its
-// communicator's handler; the status entry (where given) carries its code. Returns the first
-// code, or MPI_SUCCESS.
+// Raises each failure among the requests MPI just completed (`done(index, &status)`, status null
+// where ignored), through its communicator's handler; the status carries its code. Returns the
+// first code, or MPI_SUCCESS.
 template <typename Done>
-int raise_failures(const std::vector<Failure>& failures, Done done, MPI_Status* statuses) {
+int raise_failures(const std::vector<Failure>& failures, Done done) {
   int first = MPI_SUCCESS;
   for (const Failure& f : failures) {
     MPI_Status* s = nullptr;
     if (!done(f.index, &s)) continue;
     const int code = raise_error(f.entry->comm, f.entry->call->status);
     if (f.entry->persistent()) f.entry->call = nullptr;  // reported once, at this completion
-    if (s != nullptr && statuses != MPI_STATUSES_IGNORE) s->MPI_ERROR = code;
+    if (s != nullptr) s->MPI_ERROR = code;
     if (first == MPI_SUCCESS) first = code;
   }
   return first;
@@ -163,10 +170,7 @@ int start_request(MPI_Comm comm, const char* name, std::shared_ptr<PendingCall> 
   e->name = name;
   const int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, e.get(), request);
   if (rc != MPI_SUCCESS) return rc;
-  Table& t = table();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  t.entries[*request] = std::move(e);
-  t.outstanding.fetch_add(1);
+  add_entry(*request, std::move(e));
   return MPI_SUCCESS;
 }
 
@@ -181,10 +185,7 @@ int start_persistent(MPI_Comm comm, const char* name,
   e->comm = comm;
   e->name = name;
   e->restart = std::move(restart);
-  Table& t = table();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  t.entries[*request] = std::move(e);
-  t.outstanding.fetch_add(1);
+  add_entry(*request, std::move(e));
   return MPI_SUCCESS;
 }
 
@@ -217,13 +218,10 @@ EFACOLL_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
     std::vector<Failure> failures;
     while (complete_ended(1, request, &failures) > 0) backoff.idle();
     const int rc = PMPI_Wait(request, status);
-    const int failed = raise_failures(
-        failures,
-        [&](int, MPI_Status** s) {
-          *s = status == MPI_STATUS_IGNORE ? nullptr : status;
-          return true;
-        },
-        status == MPI_STATUS_IGNORE ? MPI_STATUSES_IGNORE : status);
+    const int failed = raise_failures(failures, [&](int, MPI_Status** s) {
+      *s = status == MPI_STATUS_IGNORE ? nullptr : status;
+      return true;
+    });
     return failed != MPI_SUCCESS ? failed : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Wait");
@@ -239,13 +237,10 @@ EFACOLL_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status)
       return MPI_SUCCESS;
     }
     const int rc = PMPI_Test(request, flag, status);
-    const int failed = raise_failures(
-        failures,
-        [&](int, MPI_Status** s) {
-          *s = status == MPI_STATUS_IGNORE ? nullptr : status;
-          return *flag != 0;
-        },
-        status == MPI_STATUS_IGNORE ? MPI_STATUSES_IGNORE : status);
+    const int failed = raise_failures(failures, [&](int, MPI_Status** s) {
+      *s = status == MPI_STATUS_IGNORE ? nullptr : status;
+      return *flag != 0;
+    });
     return failed != MPI_SUCCESS ? failed : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Test");
@@ -262,13 +257,10 @@ EFACOLL_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status sta
     while (complete_ended(count, requests, nullptr) > 0) backoff.idle();
     complete_ended(count, requests, &failures);
     const int rc = PMPI_Waitall(count, requests, statuses);
-    const int failed = raise_failures(
-        failures,
-        [&](int i, MPI_Status** s) {
-          *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[i];
-          return true;
-        },
-        statuses);
+    const int failed = raise_failures(failures, [&](int i, MPI_Status** s) {
+      *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[i];
+      return true;
+    });
     return failed != MPI_SUCCESS ? MPI_ERR_IN_STATUS : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Waitall");
@@ -282,13 +274,10 @@ EFACOLL_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag,
     std::vector<Failure> failures;
     complete_ended(count, requests, &failures);
     const int rc = PMPI_Testall(count, requests, flag, statuses);
-    const int failed = raise_failures(
-        failures,
-        [&](int i, MPI_Status** s) {
-          *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[i];
-          return *flag != 0;
-        },
-        statuses);
+    const int failed = raise_failures(failures, [&](int i, MPI_Status** s) {
+      *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[i];
+      return *flag != 0;
+    });
     return failed != MPI_SUCCESS ? MPI_ERR_IN_STATUS : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Testall");
@@ -302,13 +291,10 @@ EFACOLL_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, in
     std::vector<Failure> failures;
     complete_ended(count, requests, &failures);
     const int rc = PMPI_Testany(count, requests, index, flag, status);
-    const int failed = raise_failures(
-        failures,
-        [&](int i, MPI_Status** s) {
-          *s = status == MPI_STATUS_IGNORE ? nullptr : status;
-          return *flag && *index == i;
-        },
-        status == MPI_STATUS_IGNORE ? MPI_STATUSES_IGNORE : status);
+    const int failed = raise_failures(failures, [&](int i, MPI_Status** s) {
+      *s = status == MPI_STATUS_IGNORE ? nullptr : status;
+      return *flag && *index == i;
+    });
     return failed != MPI_SUCCESS ? failed : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Testany");
@@ -333,17 +319,14 @@ EFACOLL_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcou
     std::vector<Failure> failures;
     complete_ended(incount, requests, &failures);
     const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    const int failed = raise_failures(
-        failures,
-        [&](int i, MPI_Status** s) {
-          for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k) {
-            if (indices[k] != i) continue;
-            *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[k];
-            return true;
-          }
-          return false;
-        },
-        statuses);
+    const int failed = raise_failures(failures, [&](int i, MPI_Status** s) {
+      for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k) {
+        if (indices[k] != i) continue;
+        *s = statuses == MPI_STATUSES_IGNORE ? nullptr : &statuses[k];
+        return true;
+      }
+      return false;
+    });
     return failed != MPI_SUCCESS ? MPI_ERR_IN_STATUS : rc;
   } catch (...) {
     return raise_exception(MPI_COMM_WORLD, "MPI_Testsome");

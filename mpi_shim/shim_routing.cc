@@ -2,9 +2,10 @@
 // buffers; routed by them alone, a call whose buffers lie on GPUs on some ranks and on the host
 // on others would go to efacoll on some and to MPI on others, and neither side would ever meet
 // the other. So at each of a communicator's first kEarlyAgreements blocking calls and every
-// EFACOLL_ROUTE_AGREE-th blocking call after, the ranks OR together what their buffers are (one small PMPI_Iallreduce: every rank
-// makes it at the same call, since every rank makes the same blocking calls on a communicator in
-// the same order), and until the next agreement every call goes the way that agreement set:
+// EFACOLL_ROUTE_AGREE-th blocking call after, the ranks OR together what their buffers are (one
+// small PMPI_Iallreduce: every rank makes it at the same call, since every rank makes the same
+// blocking calls on a communicator in the same order), and until the next agreement every call goes
+// the way that agreement set:
 //   all host:      MPI (efacoll with EFACOLL_HOST_BUFFERS=1);
 //   all on GPUs:   efacoll's GPU paths;
 //   mixed:         efacoll's fabric path, every rank staging its own data.
@@ -33,8 +34,9 @@ enum Bits : int {
 };
 
 struct RouteState {
-  uint64_t calls = 0;  // this communicator's blocking calls so far (the four collectives)
-  bool agreed_once = false;
+  // This communicator's blocking calls so far (the four collectives); the first agreed, so from
+  // 1 on (unless abandoned) `agreed` holds an agreement.
+  uint64_t calls = 0;
   Route agreed;
   Status abandoned;      // an agreement timed out with MPI's exchange pending
   int last_device = -1;  // the GPU of this rank's last call with GPU buffers
@@ -93,10 +95,10 @@ Route agreed_route(MPI_Comm comm, const CallBuffers& b, bool may_agree) {
     failed.error = s->abandoned;
     return failed;
   }
-  if (!may_agree && !s->agreed_once) {
-    Route joinable = route_of(kHostBits | kGpuBits);
+  if (!may_agree && s->calls == 0) {
+    const bool gpu_on = state().params->flag(Param::kGpu);
+    Route joinable = route_of(kHostBits | kGpuBits | (gpu_on ? 0 : kNoGpuRuns));
     joinable.device = s->last_device;
-    if (!state().params->flag(Param::kGpu)) joinable = route_of(kHostBits | kGpuBits | kNoGpuRuns);
     return joinable;
   }
   const uint64_t call = may_agree ? s->calls++ : 0;
@@ -128,7 +130,6 @@ Route agreed_route(MPI_Comm comm, const CallBuffers& b, bool may_agree) {
       return failed;
     }
     s->agreed = route_of((*bits)[1]);
-    s->agreed_once = true;
   }
   Route route = s->agreed;
   route.device = s->last_device;
